@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+#include "src/common/config.h"
+
+#include <array>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "src/common/log.h"
+
+namespace mixccl::config {
+namespace {
+
+enum class Type { kInt, kBool, kString };
+
+struct KnobDecl {
+  Knob knob;
+  const char* env;
+  Type type;
+  const char* defaultValue;
+  const char* doc;
+};
+
+// The table: every knob, declared once. docs/TUNING.md lists the same knobs for users.
+constexpr KnobDecl kTable[] = {
+    {Knob::kDebug, "NCCL_DEBUG", Type::kString, "", "log level: VERSION, WARN, INFO or TRACE"},
+    {Knob::kDebugSubsys, "NCCL_DEBUG_SUBSYS", Type::kString, "INIT,ENV",
+     "comma list of subsystems to log at INFO (INIT,COLL,P2P,SHM,NET,ENV,ALLOC,CALL,BOOTSTRAP,ALL); ^ negates"},
+    {Knob::kDebugFile, "NCCL_DEBUG_FILE", Type::kString, "", "log to this file instead of stdout (%h host, %p pid)"},
+    {Knob::kCommId, "NCCL_COMM_ID", Type::kString, "", "host:port of the bootstrap root, instead of the unique id's"},
+    {Knob::kSocketIfname, "NCCL_SOCKET_IFNAME", Type::kString, "",
+     "interfaces for bootstrap and TCP: prefix list, ^ excludes, = exact"},
+    {Knob::kSocketFamily, "NCCL_SOCKET_FAMILY", Type::kString, "", "AF_INET or AF_INET6 to force an address family"},
+    {Knob::kShmDisable, "NCCL_SHM_DISABLE", Type::kBool, "0", "1 = never use shared memory (use TCP on one host)"},
+    {Knob::kAlgo, "NCCL_ALGO", Type::kString, "", "algorithm list (only Ring is implemented for now)"},
+    {Knob::kProto, "NCCL_PROTO", Type::kString, "", "protocol list (accepted, ignored on host memory)"},
+    {Knob::kIbHca, "NCCL_IB_HCA", Type::kString, "", "RDMA devices to use (RDMA transport)"},
+    {Knob::kTimeout, "MIXCCL_TIMEOUT", Type::kInt, "1800",
+     "seconds any blocking wait may last before it fails with ncclRemoteError"},
+    {Knob::kChunkSize, "MIXCCL_CHUNK_SIZE", Type::kInt, "524288", "bytes per message slot of a connection"},
+    {Knob::kFifoDepth, "MIXCCL_FIFO_DEPTH", Type::kInt, "8", "message slots per connection"},
+    {Knob::kSpinCount, "MIXCCL_SPIN_COUNT", Type::kInt, "2000", "polls of an idle wait before yielding the CPU"},
+};
+static_assert(std::size(kTable) == static_cast<size_t>(Knob::kCount_), "every knob needs a table row");
+
+struct Cache {
+  std::once_flag once;
+  std::array<std::string, std::size(kTable)> strings;
+  std::array<int64_t, std::size(kTable)> ints{};
+  std::array<bool, std::size(kTable)> isDefault{};
+};
+
+Cache* gCache = new Cache();  // leaked on purpose: knobs are read from destructors at exit
+std::mutex gResetMutex;
+
+int64_t parseInt(const char* text, const KnobDecl& d, bool* okOut) {
+  char* end = nullptr;
+  long long v = strtoll(text, &end, 0);
+  *okOut = end != text && *end == '\0';
+  return v;
+}
+
+void load(Cache* c) {
+  for (size_t i = 0; i < std::size(kTable); ++i) {
+    const KnobDecl& d = kTable[i];
+    const char* env = getenv(d.env);
+    bool useEnv = env != nullptr && *env != '\0';
+    c->strings[i] = useEnv ? env : d.defaultValue;
+    c->isDefault[i] = !useEnv || c->strings[i] == d.defaultValue;
+    if (d.type != Type::kString) {
+      bool parsed = false;
+      int64_t v = parseInt(c->strings[i].c_str(), d, &parsed);
+      if (!parsed) {
+        bool dummy;
+        v = parseInt(d.defaultValue, d, &dummy);
+        fprintf(stderr, "mixccl: ignoring %s=%s (not a number), using %s\n", d.env, env, d.defaultValue);
+        c->strings[i] = d.defaultValue;
+        c->isDefault[i] = true;
+      }
+      c->ints[i] = d.type == Type::kBool ? (v != 0) : v;
+    }
+  }
+}
+
+Cache& cache() {
+  Cache* c = gCache;
+  std::call_once(c->once, [c] { load(c); });
+  return *c;
+}
+
+}  // namespace
+
+int64_t getInt(Knob k) { return cache().ints[static_cast<size_t>(k)]; }
+bool getBool(Knob k) { return cache().ints[static_cast<size_t>(k)] != 0; }
+const std::string& getString(Knob k) { return cache().strings[static_cast<size_t>(k)]; }
+const char* name(Knob k) { return kTable[static_cast<size_t>(k)].env; }
+
+void resetForTesting() {
+  std::lock_guard<std::mutex> lock(gResetMutex);
+  gCache = new Cache();  // the old one may still be referenced by a racing reader; leak it
+  log::reinit();
+}
+
+void logNonDefaults() {
+  static std::once_flag logged;
+  std::call_once(logged, [] {
+    Cache& c = cache();
+    for (size_t i = 0; i < std::size(kTable); ++i) {
+      if (!c.isDefault[i]) MIXCCL_INFO(log::kEnv, "%s set by environment to %s", kTable[i].env, c.strings[i].c_str());
+    }
+  });
+}
+
+}  // namespace mixccl::config

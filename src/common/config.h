@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+#pragma once
+
+// Configuration is one table (config.cc): every knob is declared once with its environment
+// variable, type, default and documentation, read through a typed getter that caches the value
+// on first use. Knobs set to a non-default value are logged once at INFO (subsystem ENV).
+// NCCL's names are reused where the meaning matches; new knobs use the MIXCCL_ prefix.
+
+#include <cstdint>
+#include <string>
+
+namespace mixccl::config {
+
+enum class Knob : int {
+  kDebug,           // NCCL_DEBUG
+  kDebugSubsys,     // NCCL_DEBUG_SUBSYS
+  kDebugFile,       // NCCL_DEBUG_FILE
+  kCommId,          // NCCL_COMM_ID
+  kSocketIfname,    // NCCL_SOCKET_IFNAME
+  kSocketFamily,    // NCCL_SOCKET_FAMILY
+  kShmDisable,      // NCCL_SHM_DISABLE
+  kAlgo,            // NCCL_ALGO
+  kProto,           // NCCL_PROTO
+  kIbHca,           // NCCL_IB_HCA
+  kTimeout,         // MIXCCL_TIMEOUT (seconds)
+  kChunkSize,       // MIXCCL_CHUNK_SIZE (bytes per message slot)
+  kFifoDepth,       // MIXCCL_FIFO_DEPTH (slots per connection)
+  kSpinCount,       // MIXCCL_SPIN_COUNT (polls before yielding the CPU)
+  kCount_
+};
+
+int64_t getInt(Knob k);
+bool getBool(Knob k);
+const std::string& getString(Knob k);
+
+// Environment variable name of a knob, for messages.
+const char* name(Knob k);
+
+// Forgets cached values so the next getter re-reads the environment. Tests only.
+void resetForTesting();
+
+// Logs, once per process, every knob whose value differs from its default.
+void logNonDefaults();
+
+}  // namespace mixccl::config

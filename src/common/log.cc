@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+#include "src/common/log.h"
+
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdarg>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+#include "src/common/config.h"
+
+namespace mixccl::log {
+
+Level gLevel = Level::kNone;
+uint64_t gSubsys = kInit | kEnv;
+
+namespace {
+
+std::once_flag gInitOnce;
+std::mutex gMutex;  // guards gLogger replacement
+std::shared_ptr<spdlog::logger> gLogger;
+thread_local int tRank = -1;
+char gHost[64] = "";
+
+struct SubsysName {
+  const char* name;
+  uint64_t bits;
+};
+constexpr SubsysName kSubsysNames[] = {
+    {"INIT", kInit}, {"COLL", kColl},   {"P2P", kP2p},   {"SHM", kShm},   {"NET", kNet},
+    {"GRAPH", kGraph}, {"TUNING", kTune}, {"ENV", kEnv},   {"ALLOC", kAlloc}, {"CALL", kCall},
+    {"BOOTSTRAP", kBootstrap}, {"REG", kReg}, {"ALL", kAll},
+};
+
+Level parseLevel(const std::string& s) {
+  if (strcasecmp(s.c_str(), "VERSION") == 0) return Level::kVersion;
+  if (strcasecmp(s.c_str(), "WARN") == 0) return Level::kWarn;
+  if (strcasecmp(s.c_str(), "INFO") == 0) return Level::kInfo;
+  if (strcasecmp(s.c_str(), "TRACE") == 0) return Level::kTrace;
+  return Level::kNone;
+}
+
+uint64_t parseSubsys(const std::string& s) {
+  bool invert = !s.empty() && s[0] == '^';
+  uint64_t mask = 0;
+  size_t pos = invert ? 1 : 0;
+  while (pos <= s.size()) {
+    size_t comma = s.find(',', pos);
+    std::string tok = s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    for (const SubsysName& n : kSubsysNames) {
+      if (strcasecmp(tok.c_str(), n.name) == 0) mask |= n.bits;
+    }
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return invert ? ~mask : mask;
+}
+
+// Expands %h (host name) and %p (pid) in NCCL_DEBUG_FILE.
+std::string expandPath(const std::string& pattern) {
+  std::string out;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] == '%' && i + 1 < pattern.size()) {
+      char c = pattern[++i];
+      if (c == 'h') {
+        out += gHost;
+      } else if (c == 'p') {
+        out += std::to_string(getpid());
+      } else {
+        out += '%';
+        out += c;
+      }
+    } else {
+      out += pattern[i];
+    }
+  }
+  return out;
+}
+
+void load() {
+  gethostname(gHost, sizeof(gHost) - 1);
+  if (char* dot = strchr(gHost, '.')) *dot = '\0';
+  gLevel = parseLevel(config::getString(config::Knob::kDebug));
+  gSubsys = parseSubsys(config::getString(config::Knob::kDebugSubsys));
+  std::shared_ptr<spdlog::logger> logger;
+  const std::string& file = config::getString(config::Knob::kDebugFile);
+  try {
+    if (!file.empty() && gLevel != Level::kNone) {
+      auto sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(expandPath(file), false);
+      logger = std::make_shared<spdlog::logger>("mixccl", sink);
+    }
+  } catch (const std::exception& e) {
+    fprintf(stderr, "mixccl: cannot open NCCL_DEBUG_FILE=%s (%s); logging to stdout\n", file.c_str(), e.what());
+  }
+  if (!logger) logger = std::make_shared<spdlog::logger>("mixccl", std::make_shared<spdlog::sinks::stdout_sink_mt>());
+  logger->set_pattern("%v");
+  logger->set_level(spdlog::level::trace);
+  logger->flush_on(spdlog::level::trace);
+  std::lock_guard<std::mutex> lock(gMutex);
+  gLogger = std::move(logger);
+}
+
+const char* levelName(Level level) {
+  switch (level) {
+    case Level::kWarn:
+      return "WARN";
+    case Level::kTrace:
+      return "TRACE";
+    default:
+      return "INFO";
+  }
+}
+
+}  // namespace
+
+void init() {
+  std::call_once(gInitOnce, load);
+}
+
+void reinit() {
+  std::call_once(gInitOnce, [] {});
+  load();
+}
+
+void setThreadRank(int rank) { tRank = rank; }
+int threadRank() { return tRank; }
+
+void write(Level level, uint64_t subsys, const char* fmt, ...) {
+  char msg[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  char rank[16] = "";
+  if (tRank >= 0) snprintf(rank, sizeof(rank), " [%d]", tRank);
+  std::shared_ptr<spdlog::logger> logger;
+  {
+    std::lock_guard<std::mutex> lock(gMutex);
+    logger = gLogger;
+  }
+  if (!logger) return;
+  long tid = syscall(SYS_gettid);
+  if (level == Level::kVersion) {
+    logger->info("{}:{}:{}{} NCCL {}", gHost, getpid(), tid, rank, msg);
+  } else {
+    logger->info("{}:{}:{}{} NCCL {} {}", gHost, getpid(), tid, rank, levelName(level), msg);
+  }
+}
+
+}  // namespace mixccl::log

@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+#include "src/common/result.h"
+
+#include <cstdio>
+
+#include "src/common/log.h"
+
+namespace mixccl {
+namespace {
+thread_local std::string tLastError;
+}
+
+Result failV(Result code, const char* fmt, va_list ap) {
+  char buf[1024];
+  vsnprintf(buf, sizeof(buf), fmt, ap);
+  tLastError = buf;
+  MIXCCL_WARN("%s", buf);
+  return code;
+}
+
+Result fail(Result code, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  Result r = failV(code, fmt, ap);
+  va_end(ap);
+  return r;
+}
+
+const std::string& lastError() { return tLastError; }
+void clearLastError() { tLastError.clear(); }
+
+const char* resultString(Result r) {
+  switch (r) {
+    case Result::kSuccess:
+      return "no error";
+    case Result::kUnhandledDeviceError:
+      return "unhandled device runtime error";
+    case Result::kSystemError:
+      return "unhandled system error (a system call failed)";
+    case Result::kInternalError:
+      return "internal error - please report this issue to the mixccl developers";
+    case Result::kInvalidArgument:
+      return "invalid argument";
+    case Result::kInvalidUsage:
+      return "invalid usage (run with NCCL_DEBUG=WARN for details)";
+    case Result::kRemoteError:
+      return "remote process exited or there was a network error";
+    case Result::kInProgress:
+      return "operation in progress";
+  }
+  return "unknown result code";
+}
+
+}  // namespace mixccl

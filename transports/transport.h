@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+#pragma once
+
+// The transport seam. A Transport connects this rank to peers of one communicator; a connection
+// is a one-way, ordered stream of messages ("lane") from one rank to one peer. Two lanes exist per
+// ordered pair: kLaneColl carries collectives (issued in the same order on every rank) and
+// kLaneP2p carries send/recv (matched per pair in posting order), so the two never block each other.
+//
+// Data moves through fixed-size slots owned by the connection (a FIFO of `fifoDepth` slots of
+// `slotBytes` each). The engine writes straight into a send slot (a reduction's output lands there
+// with no extra copy) and reads straight from a receive slot (a reduction reads its peer operand
+// in place), so shared memory moves each byte with one write and one read.
+//
+// Threading: only the progress engine of the owning communicator calls a Transport or its
+// connections, one thread at a time. Nothing here blocks: connection set-up finishes inside
+// acquire()/peek(), which return kInProgress until the lane is up. Lock order: none (no locks are
+// held across calls).
+//
+// Errors: a dead or misbehaving peer makes acquire/commit/flush/peek/release return kRemoteError
+// with a message naming the peer rank and its host; the connection is unusable afterwards.
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "src/common/result.h"
+
+namespace mixccl {
+
+constexpr int kLaneColl = 0;
+constexpr int kLaneP2p = 1;
+constexpr int kNumLanes = 2;
+
+class SendConnection {
+ public:
+  virtual ~SendConnection() = default;
+  // A free slot to write the next message into (slotBytes() bytes). kInProgress while every slot
+  // is in use or the lane is still being set up.
+  virtual Result acquire(void** slot) = 0;
+  // Publishes the slot returned by the last acquire() with `bytes` (<= slotBytes()) of payload.
+  // Zero-byte messages are allowed.
+  virtual Result commit(size_t bytes) = 0;
+  // kSuccess once every committed message has left this rank's hands (stored in shared memory, or
+  // written to the kernel), so the engine may return to the user; kInProgress otherwise.
+  virtual Result flush() = 0;
+  virtual size_t slotBytes() const = 0;
+};
+
+class RecvConnection {
+ public:
+  virtual ~RecvConnection() = default;
+  // The oldest message not yet released: a pointer valid until release(), and its size.
+  // kInProgress when none has arrived.
+  virtual Result peek(const void** data, size_t* bytes) = 0;
+  // Returns the slot of the message given by peek() to the sender.
+  virtual Result release() = 0;
+};
+
+// What the core tells a transport about its communicator (all ranks agree on these).
+struct TransportContext {
+  int rank = 0;
+  int nranks = 1;
+  uint64_t commHash = 0;     // random per communicator; names shm segments, checked in handshakes
+  uint8_t secret[16] = {};   // from the unique id; proves membership in handshakes
+  size_t slotBytes = 0;      // message slot size (MIXCCL_CHUNK_SIZE)
+  int fifoDepth = 0;         // slots per connection (MIXCCL_FIFO_DEPTH)
+  const std::atomic<bool>* abortFlag = nullptr;
+};
+
+// What every rank publishes about itself at init, as the transports see it.
+struct TransportPeer {
+  int rank = 0;
+  uint64_t hostHash = 0;  // equal for ranks on the same host (same kernel boot and hostname)
+  int32_t pid = 0;
+  std::string host;       // host name, for messages
+  std::vector<uint8_t> blob;  // this transport's listen() blob of that rank
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual const char* name() const = 0;
+  // Called once at init before the exchange; the blob (<= kMaxBlobBytes) reaches every peer.
+  virtual Result listen(std::vector<uint8_t>* blob) = 0;
+  // Called once after the exchange with every rank's info, indexed by rank (self included).
+  virtual Result setPeers(const std::vector<TransportPeer>& peers) = 0;
+  // How well this transport reaches `peer`: 0 = cannot, higher is better.
+  virtual int canConnect(int peer) const = 0;
+  // The two ends of lane `lane` between this rank and `peer`. Never blocks.
+  virtual Result connectSend(int peer, int lane, std::unique_ptr<SendConnection>* out) = 0;
+  virtual Result connectRecv(int peer, int lane, std::unique_ptr<RecvConnection>* out) = 0;
+  // Background work (accepting incoming TCP connections, ...). Called by the engine while it waits.
+  virtual Result progress() { return Result::kSuccess; }
+
+  static constexpr size_t kMaxBlobBytes = 64;
+};
+
+std::unique_ptr<Transport> makeShmTransport(const TransportContext& ctx);
+std::unique_ptr<Transport> makeTcpTransport(const TransportContext& ctx);
+
+}  // namespace mixccl
