@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+#pragma once
+
+// The API shell's two tools (DESIGN.md section 3):
+//  - MIXCCL_API(ret, name, params...) defines the exported pncclX and the ncclX alias of it, as
+//    NCCL exports both names (profilers interpose on ncclX and call pncclX).
+//  - apiGuard(name, body) runs one API body: nothing throws past it; an exception becomes
+//    ncclSystemError (out of memory, thread creation) or ncclInternalError with a message for
+//    ncclGetLastError. The last error is cleared on entry so a message always belongs to the
+//    call that failed.
+
+#include <exception>
+#include <new>
+#include <system_error>
+
+#include "nccl.h"
+#include "src/common/result.h"
+
+#define MIXCCL_API(ret, name, ...)                                                                  \
+  extern "C" __attribute__((visibility("default"))) ret p##name(__VA_ARGS__);                       \
+  extern "C" __attribute__((visibility("default"), alias("p" #name))) ret name(__VA_ARGS__);       \
+  extern "C" ret p##name(__VA_ARGS__)
+
+namespace mixccl::api {
+
+inline ncclResult_t toNccl(Result r) { return static_cast<ncclResult_t>(r); }
+
+template <class Body>
+ncclResult_t apiGuard(const char* name, Body&& body) noexcept {
+  try {
+    return toNccl(body());
+  } catch (const std::bad_alloc&) {
+    return toNccl(fail(Result::kSystemError, "%s: out of host memory", name));
+  } catch (const std::system_error& e) {
+    return toNccl(fail(Result::kSystemError, "%s: system error: %s", name, e.what()));
+  } catch (const std::exception& e) {
+    return toNccl(fail(Result::kInternalError, "%s: unexpected exception: %s", name, e.what()));
+  } catch (...) {
+    return toNccl(fail(Result::kInternalError, "%s: unexpected exception", name));
+  }
+}
+
+}  // namespace mixccl::api
