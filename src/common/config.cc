@@ -41,6 +41,8 @@ constexpr KnobDecl kTable[] = {
     {Knob::kChunkSize, "MIXCCL_CHUNK_SIZE", Type::kInt, "524288", "bytes per message slot of a connection"},
     {Knob::kFifoDepth, "MIXCCL_FIFO_DEPTH", Type::kInt, "8", "message slots per connection"},
     {Knob::kSpinCount, "MIXCCL_SPIN_COUNT", Type::kInt, "2000", "polls of an idle wait before yielding the CPU"},
+    {Knob::kHostId, "MIXCCL_HOST_ID", Type::kString, "",
+     "host identity used to decide which ranks share memory (default: hostname + boot id)"},
 };
 static_assert(std::size(kTable) == static_cast<size_t>(Knob::kCount_), "every knob needs a table row");
 

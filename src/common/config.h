@@ -27,6 +27,7 @@ enum class Knob : int {
   kChunkSize,       // MIXCCL_CHUNK_SIZE (bytes per message slot)
   kFifoDepth,       // MIXCCL_FIFO_DEPTH (slots per connection)
   kSpinCount,       // MIXCCL_SPIN_COUNT (polls before yielding the CPU)
+  kHostId,          // MIXCCL_HOST_ID (overrides the host identity)
   kCount_
 };
 

@@ -31,9 +31,14 @@ namespace mixccl {
 
 // Decoded ncclUniqueId (128 bytes on the wire, layout in PROTOCOL.md).
 struct UniqueIdData {
+  // flags bit: no root runs yet; rank 0 starts it on `root` in Bootstrap::init (NCCL_COMM_ID jobs,
+  // where every process builds the same id by itself).
+  static constexpr uint32_t kRootStartedByRank0 = 1u << 0;
+
   uint64_t commHash = 0;
   uint8_t secret[16] = {};
   SocketAddress root;
+  uint32_t flags = 0;
 
   static constexpr size_t kBytes = 128;
   void encode(uint8_t out[kBytes]) const;
@@ -43,8 +48,9 @@ struct UniqueIdData {
 // Fills `id` with a fresh commHash and secret (getrandom) and starts a root thread listening on
 // the interface findListenAddress() picks. With NCCL_COMM_ID=host:port the id holds that address
 // and no root is started here (rank 0 starts it in Bootstrap::init), so every process can compute
-// the same id by itself.
-Result createUniqueId(UniqueIdData* id);
+// the same id by itself. Internal callers that need a fresh root whatever the environment says
+// (communicator split/shrink, ncclCommInitAll) pass honourCommIdEnv = false.
+Result createUniqueId(UniqueIdData* id, bool honourCommIdEnv = true);
 
 class Bootstrap {
  public:
@@ -55,6 +61,8 @@ class Bootstrap {
 
   int rank() const { return rank_; }
   int nranks() const { return nranks_; }
+  // Bootstrap listen address of `rank` (from the root's table), for messages and tests.
+  const SocketAddress& address(int rank) const;
 
   // Tagged point-to-point message; recv's size must equal the sent size (else kRemoteError).
   Result send(int peer, uint32_t tag, const void* data, size_t bytes);

@@ -65,6 +65,10 @@ class DeviceBackend {
   virtual Result signalStream(void* stream) = 0;
 };
 
+// Writes `value` as one element of `dtype` (rounded to nearest even) into out[0..size). Used for
+// the Avg scalar 1/nranks; integer types truncate toward zero.
+void encodeScalar(DataType dtype, double value, uint8_t out[8]);
+
 // The backend for host memory: synchronous, CPU kernels.
 std::unique_ptr<DeviceBackend> makeHostBackend();
 

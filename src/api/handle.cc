@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+#include "src/api/handle.h"
+
+#include <climits>
+#include <cstddef>
+#include <mutex>
+#include <unordered_set>
+
+namespace mixccl::api {
+namespace {
+
+std::mutex gMutex;
+std::unordered_set<ncclComm*>* gLive = new std::unordered_set<ncclComm*>();  // leaked: used at exit
+
+constexpr unsigned kConfigMagic = 0xcafebeef;
+// Oldest config version we read: the first with the size/magic/version header.
+constexpr unsigned kMinConfigVersion = 21400;
+
+}  // namespace
+
+ncclComm* registerComm(std::unique_ptr<Communicator> comm) {
+  auto* handle = new ncclComm{std::move(comm)};
+  std::lock_guard<std::mutex> lock(gMutex);
+  gLive->insert(handle);
+  return handle;
+}
+
+void releaseComm(ncclComm* handle) {
+  {
+    std::lock_guard<std::mutex> lock(gMutex);
+    gLive->erase(handle);
+  }
+  delete handle;
+}
+
+Result lookupComm(const char* fn, ncclComm_t handle, Communicator** out) {
+  if (handle == nullptr) return fail(Result::kInvalidArgument, "%s: comm is NULL", fn);
+  std::lock_guard<std::mutex> lock(gMutex);
+  if (gLive->count(handle) == 0) {
+    return fail(Result::kInvalidArgument, "%s: comm %p is not a live communicator (destroyed, aborted or never created)",
+                fn, static_cast<void*>(handle));
+  }
+  *out = handle->impl.get();
+  return Result::kSuccess;
+}
+
+Result lookupReadyComm(const char* fn, ncclComm_t handle, Communicator** out) {
+  MIXCCL_TRY(lookupComm(fn, handle, out));
+  Communicator* c = *out;
+  // A non-blocking init may still run: operations wait for it rather than fail.
+  if (c->state() == CommState::kInitializing && c->initThread().joinable()) c->initThread().join();
+  switch (c->state()) {
+    case CommState::kInitializing:
+      return fail(Result::kInvalidUsage, "%s: communicator of rank %d is still initialising", fn, c->rank());
+    case CommState::kFailed:
+      return fail(Result::kInvalidUsage, "%s: communicator of rank %d failed to initialise (%s); destroy it", fn,
+                  c->rank(), resultString(c->asyncError()));
+    case CommState::kFinalized:
+      return fail(Result::kInvalidUsage, "%s: communicator of rank %d was finalized", fn, c->rank());
+    case CommState::kReady:
+      break;
+  }
+  if (c->aborted() || c->revoked()) {
+    return fail(Result::kInvalidUsage, "%s: communicator of rank %d was %s", fn, c->rank(),
+                c->aborted() ? "aborted" : "revoked");
+  }
+  Result async = c->asyncError();
+  if (async != Result::kSuccess) {
+    return fail(async, "%s: communicator of rank %d has an earlier error (%s); abort it and create a new one", fn,
+                c->rank(), resultString(async));
+  }
+  return Result::kSuccess;
+}
+
+Result parseConfig(const char* fn, const ncclConfig_t* config, CommOptions* out) {
+  *out = CommOptions{};
+  if (config == nullptr) return Result::kSuccess;
+  if (config->magic != kConfigMagic) {
+    return fail(Result::kInvalidArgument, "%s: config magic is 0x%x, not 0x%x: initialise ncclConfig_t with "
+                "NCCL_CONFIG_INITIALIZER", fn, config->magic, kConfigMagic);
+  }
+  if (config->version < kMinConfigVersion || config->size < offsetof(ncclConfig_t, blocking) + sizeof(int)) {
+    return fail(Result::kInvalidArgument, "%s: config version %u / size %zu is not a valid ncclConfig_t", fn,
+                config->version, config->size);
+  }
+  // Only fields that lie inside the caller's struct are read (an older caller has a smaller one).
+  auto has = [config](size_t offset, size_t bytes) { return offset + bytes <= config->size; };
+  if (has(offsetof(ncclConfig_t, blocking), sizeof(int))) {
+    int b = config->blocking;
+    if (b != NCCL_CONFIG_UNDEF_INT && b != 0 && b != 1) {
+      return fail(Result::kInvalidArgument, "%s: config blocking must be 0 or 1, got %d", fn, b);
+    }
+    out->blocking = b != 0;
+  }
+  if (has(offsetof(ncclConfig_t, commName), sizeof(const char*)) && config->commName != nullptr) {
+    out->name = config->commName;
+  }
+  return Result::kSuccess;
+}
+
+}  // namespace mixccl::api

@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+#pragma once
+
+// ncclComm_t is a pointer to `struct ncclComm`, which the API layer defines as a thin handle
+// around the core Communicator. Live handles are kept in a registry so a destroyed, aborted or
+// garbage handle is reported as ncclInvalidArgument instead of being dereferenced.
+
+#include <memory>
+
+#include "nccl.h"
+#include "src/core/communicator.h"
+
+struct ncclComm {
+  std::unique_ptr<mixccl::Communicator> impl;
+};
+
+namespace mixccl::api {
+
+// Registers a new handle owning `comm`.
+ncclComm* registerComm(std::unique_ptr<Communicator> comm);
+// Unregisters and frees a handle (the caller made sure no call is in flight).
+void releaseComm(ncclComm* handle);
+// The communicator of a live handle; kInvalidArgument naming `fn` otherwise.
+Result lookupComm(const char* fn, ncclComm_t handle, Communicator** out);
+// As lookupComm, and the communicator must be usable for operations: initialised (a
+// non-blocking init is waited for), not finalized, not aborted or revoked, no earlier error.
+Result lookupReadyComm(const char* fn, ncclComm_t handle, Communicator** out);
+
+// Parses a user ncclConfig_t the way NCCL does: honour size, magic and version, never sizeof.
+Result parseConfig(const char* fn, const ncclConfig_t* config, CommOptions* out);
+
+}  // namespace mixccl::api

@@ -1,0 +1,302 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+// Communicator life cycle: unique ids, init (blocking, non-blocking, grouped), split, shrink,
+// finalize, destroy, abort, revoke.
+
+#include <climits>
+#include <cstring>
+#include <thread>
+
+#include "src/api/guard.h"
+#include "src/api/handle.h"
+#include "src/common/log.h"
+#include "src/core/comm_split.h"
+#include "src/core/group.h"
+
+using mixccl::Communicator;
+using mixccl::CommOptions;
+using mixccl::Result;
+using mixccl::UniqueIdData;
+using mixccl::fail;
+using mixccl::api::apiGuard;
+
+namespace {
+
+Result checkOut(const char* fn, const void* p, const char* what) {
+  if (p == nullptr) return fail(Result::kInvalidArgument, "%s: %s is NULL", fn, what);
+  return Result::kSuccess;
+}
+
+Result checkRanks(const char* fn, int nranks, int rank) {
+  if (nranks < 1) return fail(Result::kInvalidArgument, "%s: nranks is %d; it must be at least 1", fn, nranks);
+  if (rank < 0 || rank >= nranks) {
+    return fail(Result::kInvalidArgument, "%s: rank %d is out of range [0, %d)", fn, rank, nranks);
+  }
+  return Result::kSuccess;
+}
+
+// Creates the handle and runs init: inline when blocking outside a group, otherwise in a thread
+// (non-blocking comms are polled with ncclCommGetAsyncError; grouped inits are joined by
+// ncclGroupEnd). Grouped blocking inits must not run inline: one thread may init several ranks.
+Result startInit(std::unique_ptr<Communicator> comm, const UniqueIdData& id, ncclComm_t* out) {
+  const bool blocking = comm->options().blocking;
+  const bool grouped = mixccl::group::active();
+  Communicator* c = comm.get();
+  ncclComm* handle = mixccl::api::registerComm(std::move(comm));
+  if (blocking && !grouped) {
+    Result r = c->init(id);
+    if (r != Result::kSuccess) {
+      mixccl::api::releaseComm(handle);
+      *out = nullptr;
+      return r;
+    }
+    *out = handle;
+    return Result::kSuccess;
+  }
+  c->initThread() = std::thread([c, id] { (void)c->init(id); });
+  *out = handle;
+  if (grouped) mixccl::group::addPendingInit(c);
+  return blocking ? Result::kSuccess : Result::kInProgress;
+}
+
+Result initRank(const char* fn, ncclComm_t* comm, int nranks, const ncclUniqueId& commId, int rank,
+                const ncclConfig_t* config) {
+  MIXCCL_TRY(checkOut(fn, comm, "comm (output pointer)"));
+  *comm = nullptr;
+  MIXCCL_TRY(checkRanks(fn, nranks, rank));
+  CommOptions options;
+  MIXCCL_TRY(mixccl::api::parseConfig(fn, config, &options));
+  UniqueIdData id;
+  MIXCCL_TRY(UniqueIdData::decode(reinterpret_cast<const uint8_t*>(commId.internal), &id));
+  return startInit(Communicator::makeUninitialised(nranks, rank, options), id, comm);
+}
+
+}  // namespace
+
+MIXCCL_API(ncclResult_t, ncclGetVersion, int* version) {
+  return apiGuard("ncclGetVersion", [&]() -> Result {
+    MIXCCL_TRY(checkOut("ncclGetVersion", version, "version"));
+    *version = NCCL_VERSION_CODE;
+    return Result::kSuccess;
+  });
+}
+
+MIXCCL_API(ncclResult_t, ncclGetUniqueId, ncclUniqueId* uniqueId) {
+  return apiGuard("ncclGetUniqueId", [&]() -> Result {
+    MIXCCL_TRY(checkOut("ncclGetUniqueId", uniqueId, "uniqueId"));
+    UniqueIdData id;
+    MIXCCL_TRY(mixccl::createUniqueId(&id));
+    memset(uniqueId, 0, sizeof(*uniqueId));
+    id.encode(reinterpret_cast<uint8_t*>(uniqueId->internal));
+    return Result::kSuccess;
+  });
+}
+
+MIXCCL_API(ncclResult_t, ncclCommInitRank, ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
+  return apiGuard("ncclCommInitRank", [&] { return initRank("ncclCommInitRank", comm, nranks, commId, rank, nullptr); });
+}
+
+MIXCCL_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
+           ncclConfig_t* config) {
+  return apiGuard("ncclCommInitRankConfig",
+                  [&] { return initRank("ncclCommInitRankConfig", comm, nranks, commId, rank, config); });
+}
+
+MIXCCL_API(ncclResult_t, ncclCommInitRankScalable, ncclComm_t* newcomm, int nranks, int myrank, int nId,
+           ncclUniqueId* commIds, ncclConfig_t* config) {
+  return apiGuard("ncclCommInitRankScalable", [&]() -> Result {
+    const char* fn = "ncclCommInitRankScalable";
+    MIXCCL_TRY(checkOut(fn, commIds, "commIds"));
+    if (nId < 1 || nId > nranks) {
+      return fail(Result::kInvalidArgument, "%s: nId is %d; it must be in [1, nranks=%d]", fn, nId, nranks);
+    }
+    // Every rank registers with the first id's root; the other roots (if any) are not needed
+    // at mixccl's scale and expire after MIXCCL_TIMEOUT (PROTOCOL.md, "Scalable init").
+    return initRank(fn, newcomm, nranks, commIds[0], myrank, config);
+  });
+}
+
+MIXCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int* devlist) {
+  return apiGuard("ncclCommInitAll", [&]() -> Result {
+    const char* fn = "ncclCommInitAll";
+    MIXCCL_TRY(checkOut(fn, comms, "comms"));
+    if (ndev < 1) return fail(Result::kInvalidArgument, "%s: ndev is %d; it must be at least 1", fn, ndev);
+    UniqueIdData id;
+    MIXCCL_TRY(mixccl::createUniqueId(&id, /*honourCommIdEnv=*/false));
+    std::vector<std::unique_ptr<Communicator>> made(ndev);
+    std::vector<Result> results(ndev, Result::kSuccess);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < ndev; ++r) {
+      threads.emplace_back([&, r] { results[r] = Communicator::create(id, ndev, r, CommOptions{}, &made[r]); });
+    }
+    for (auto& t : threads) t.join();
+    for (int r = 0; r < ndev; ++r) {
+      if (results[r] != Result::kSuccess) {
+        for (int i = 0; i < ndev; ++i) comms[i] = nullptr;
+        return fail(results[r], "%s: rank %d of %d failed to initialise", fn, r, ndev);
+      }
+    }
+    for (int r = 0; r < ndev; ++r) {
+      made[r]->setDevice(devlist != nullptr ? devlist[r] : r);
+      comms[r] = mixccl::api::registerComm(std::move(made[r]));
+    }
+    return Result::kSuccess;
+  });
+}
+
+MIXCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
+           ncclConfig_t* config) {
+  return apiGuard("ncclCommSplit", [&]() -> Result {
+    const char* fn = "ncclCommSplit";
+    MIXCCL_TRY(checkOut(fn, newcomm, "newcomm"));
+    *newcomm = nullptr;
+    Communicator* parent = nullptr;
+    MIXCCL_TRY(mixccl::api::lookupReadyComm(fn, comm, &parent));
+    if (color < 0 && color != NCCL_SPLIT_NOCOLOR) {
+      return fail(Result::kInvalidArgument, "%s: color %d is negative (use NCCL_SPLIT_NOCOLOR to opt out)", fn, color);
+    }
+    CommOptions options = parent->options();
+    if (config != nullptr) MIXCCL_TRY(mixccl::api::parseConfig(fn, config, &options));
+    std::unique_ptr<Communicator> child;
+    MIXCCL_TRY(mixccl::splitCommunicator(parent, color, key, options, &child));
+    if (child) *newcomm = mixccl::api::registerComm(std::move(child));
+    return Result::kSuccess;
+  });
+}
+
+MIXCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
+           ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
+  return apiGuard("ncclCommShrink", [&]() -> Result {
+    const char* fn = "ncclCommShrink";
+    MIXCCL_TRY(checkOut(fn, newcomm, "newcomm"));
+    *newcomm = nullptr;
+    Communicator* parent = nullptr;
+    MIXCCL_TRY(mixccl::api::lookupComm(fn, comm, &parent));
+    if (parent->state() != mixccl::CommState::kReady || parent->aborted()) {
+      return fail(Result::kInvalidUsage, "%s: the parent communicator is not initialised or was aborted", fn);
+    }
+    if (shrinkFlags != NCCL_SHRINK_DEFAULT && shrinkFlags != NCCL_SHRINK_ABORT) {
+      return fail(Result::kInvalidArgument, "%s: unknown shrinkFlags 0x%x", fn, shrinkFlags);
+    }
+    if (excludeRanksCount < 0 || excludeRanksCount >= parent->nranks() ||
+        (excludeRanksCount > 0 && excludeRanksList == nullptr)) {
+      return fail(Result::kInvalidArgument, "%s: excludeRanksCount %d is invalid for %d ranks (or the list is NULL)",
+                  fn, excludeRanksCount, parent->nranks());
+    }
+    for (int i = 0; i < excludeRanksCount; ++i) {
+      if (excludeRanksList[i] < 0 || excludeRanksList[i] >= parent->nranks()) {
+        return fail(Result::kInvalidArgument, "%s: excluded rank %d is out of range [0, %d)", fn, excludeRanksList[i],
+                    parent->nranks());
+      }
+    }
+    // Host operations complete before their call returns, so NCCL_SHRINK_ABORT has nothing in
+    // flight to cancel; revoking marks the parent unusable for new operations either way.
+    if (shrinkFlags == NCCL_SHRINK_ABORT) parent->revoke();
+    CommOptions options = parent->options();
+    if (config != nullptr) MIXCCL_TRY(mixccl::api::parseConfig(fn, config, &options));
+    std::unique_ptr<Communicator> child;
+    MIXCCL_TRY(mixccl::shrinkCommunicator(parent, excludeRanksList, excludeRanksCount, options, &child));
+    *newcomm = mixccl::api::registerComm(std::move(child));
+    return Result::kSuccess;
+  });
+}
+
+MIXCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
+  return apiGuard("ncclCommFinalize", [&]() -> Result {
+    Communicator* c = nullptr;
+    MIXCCL_TRY(mixccl::api::lookupComm("ncclCommFinalize", comm, &c));
+    if (c->initThread().joinable()) c->initThread().join();
+    // Host operations are complete when their call returns: nothing is left to flush.
+    if (c->state() == mixccl::CommState::kReady) c->finalize();
+    return Result::kSuccess;
+  });
+}
+
+MIXCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
+  return apiGuard("ncclCommDestroy", [&]() -> Result {
+    Communicator* c = nullptr;
+    MIXCCL_TRY(mixccl::api::lookupComm("ncclCommDestroy", comm, &c));
+    mixccl::group::forget(c);
+    c->waitForCalls();
+    mixccl::api::releaseComm(comm);
+    return Result::kSuccess;
+  });
+}
+
+MIXCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
+  return apiGuard("ncclCommAbort", [&]() -> Result {
+    if (comm == nullptr) return Result::kSuccess;  // NCCL accepts aborting a NULL communicator
+    Communicator* c = nullptr;
+    MIXCCL_TRY(mixccl::api::lookupComm("ncclCommAbort", comm, &c));
+    c->abort();
+    mixccl::group::forget(c);
+    c->waitForCalls();
+    mixccl::api::releaseComm(comm);
+    return Result::kSuccess;
+  });
+}
+
+MIXCCL_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags) {
+  return apiGuard("ncclCommRevoke", [&]() -> Result {
+    Communicator* c = nullptr;
+    MIXCCL_TRY(mixccl::api::lookupComm("ncclCommRevoke", comm, &c));
+    if (revokeFlags != NCCL_REVOKE_DEFAULT) {
+      return fail(Result::kInvalidArgument, "ncclCommRevoke: revokeFlags must be NCCL_REVOKE_DEFAULT (0), got %d",
+                  revokeFlags);
+    }
+    c->revoke();
+    return Result::kSuccess;
+  });
+}
+
+MIXCCL_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t* asyncError) {
+  return apiGuard("ncclCommGetAsyncError", [&]() -> Result {
+    Communicator* c = nullptr;
+    MIXCCL_TRY(checkOut("ncclCommGetAsyncError", asyncError, "asyncError"));
+    MIXCCL_TRY(mixccl::api::lookupComm("ncclCommGetAsyncError", comm, &c));
+    *asyncError = mixccl::api::toNccl(c->asyncError());
+    return Result::kSuccess;
+  });
+}
+
+MIXCCL_API(ncclResult_t, ncclCommCount, const ncclComm_t comm, int* count) {
+  return apiGuard("ncclCommCount", [&]() -> Result {
+    Communicator* c = nullptr;
+    MIXCCL_TRY(checkOut("ncclCommCount", count, "count"));
+    MIXCCL_TRY(mixccl::api::lookupComm("ncclCommCount", comm, &c));
+    *count = c->nranks();
+    return Result::kSuccess;
+  });
+}
+
+MIXCCL_API(ncclResult_t, ncclCommCuDevice, const ncclComm_t comm, int* device) {
+  return apiGuard("ncclCommCuDevice", [&]() -> Result {
+    Communicator* c = nullptr;
+    MIXCCL_TRY(checkOut("ncclCommCuDevice", device, "device"));
+    MIXCCL_TRY(mixccl::api::lookupComm("ncclCommCuDevice", comm, &c));
+    *device = c->device();
+    return Result::kSuccess;
+  });
+}
+
+MIXCCL_API(ncclResult_t, ncclCommUserRank, const ncclComm_t comm, int* rank) {
+  return apiGuard("ncclCommUserRank", [&]() -> Result {
+    Communicator* c = nullptr;
+    MIXCCL_TRY(checkOut("ncclCommUserRank", rank, "rank"));
+    MIXCCL_TRY(mixccl::api::lookupComm("ncclCommUserRank", comm, &c));
+    *rank = c->rank();
+    return Result::kSuccess;
+  });
+}
+
+MIXCCL_API(const char*, ncclGetErrorString, ncclResult_t result) {
+  if (static_cast<int>(result) < 0 || static_cast<int>(result) >= static_cast<int>(ncclNumResults)) {
+    return "unknown result code";
+  }
+  return mixccl::resultString(static_cast<Result>(result));
+}
+
+MIXCCL_API(const char*, ncclGetLastError, ncclComm_t comm) {
+  // Messages are kept per thread: the thread that got an error code reads its own explanation.
+  return mixccl::lastError().c_str();
+}

@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+// Memory: ncclMemAlloc/Free, buffer and window registration, user reduction operators.
+
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <unordered_set>
+
+#include "src/api/guard.h"
+#include "src/api/handle.h"
+#include "src/device/device_backend.h"
+
+using mixccl::Communicator;
+using mixccl::DataType;
+using mixccl::Result;
+using mixccl::fail;
+using mixccl::api::apiGuard;
+
+// A registration as the user holds it (opaque handle / ncclWindow_t).
+struct ncclWindow_vidmem {
+  ncclComm_t comm;
+  void* base;
+  size_t size;
+};
+
+namespace {
+
+// Without an active device backend ncclMemAlloc hands out host memory.
+mixccl::DeviceBackend& processBackend() {
+  static mixccl::DeviceBackend* backend = mixccl::makeHostBackend().release();  // lives until exit
+  return *backend;
+}
+
+// Live registrations, so a bad or double deregistration is an error rather than a crash.
+std::mutex gRegMutex;
+std::unordered_set<ncclWindow_vidmem*> gRegistrations;
+
+Result makeRegistration(const char* fn, ncclComm_t comm, void* buff, size_t size, ncclWindow_vidmem** out) {
+  Communicator* c = nullptr;
+  MIXCCL_TRY(mixccl::api::lookupComm(fn, comm, &c));
+  if (out == nullptr) return fail(Result::kInvalidArgument, "%s: output handle pointer is NULL", fn);
+  if (buff == nullptr && size > 0) return fail(Result::kInvalidArgument, "%s: buffer is NULL with size %zu", fn, size);
+  // Host buffers need no pinning for the shm and TCP transports: the registration records the
+  // range so later transports (RDMA) can register it with the NIC.
+  auto* reg = new ncclWindow_vidmem{comm, buff, size};
+  std::lock_guard<std::mutex> lock(gRegMutex);
+  gRegistrations.insert(reg);
+  *out = reg;
+  return Result::kSuccess;
+}
+
+Result dropRegistration(const char* fn, ncclComm_t comm, void* handle) {
+  Communicator* c = nullptr;
+  MIXCCL_TRY(mixccl::api::lookupComm(fn, comm, &c));
+  auto* reg = static_cast<ncclWindow_vidmem*>(handle);
+  std::lock_guard<std::mutex> lock(gRegMutex);
+  if (reg == nullptr || gRegistrations.count(reg) == 0 || reg->comm != comm) {
+    return fail(Result::kInvalidArgument, "%s: handle %p is not a live registration of this communicator", fn, handle);
+  }
+  gRegistrations.erase(reg);
+  delete reg;
+  return Result::kSuccess;
+}
+
+}  // namespace
+
+MIXCCL_API(ncclResult_t, ncclMemAlloc, void** ptr, size_t size) {
+  return apiGuard("ncclMemAlloc", [&]() -> Result {
+    if (ptr == nullptr) return fail(Result::kInvalidArgument, "ncclMemAlloc: ptr is NULL");
+    *ptr = nullptr;
+    if (size == 0) return Result::kSuccess;
+    return processBackend().alloc(size, ptr);
+  });
+}
+
+MIXCCL_API(ncclResult_t, ncclMemFree, void* ptr) {
+  return apiGuard("ncclMemFree", [&]() -> Result {
+    if (ptr == nullptr) return Result::kSuccess;
+    return processBackend().free(ptr);
+  });
+}
+
+MIXCCL_API(ncclResult_t, ncclCommRegister, const ncclComm_t comm, void* buff, size_t size, void** handle) {
+  return apiGuard("ncclCommRegister", [&]() -> Result {
+    ncclWindow_vidmem* reg = nullptr;
+    MIXCCL_TRY(makeRegistration("ncclCommRegister", comm, buff, size, handle == nullptr ? nullptr : &reg));
+    *handle = reg;
+    return Result::kSuccess;
+  });
+}
+
+MIXCCL_API(ncclResult_t, ncclCommDeregister, const ncclComm_t comm, void* handle) {
+  return apiGuard("ncclCommDeregister", [&] { return dropRegistration("ncclCommDeregister", comm, handle); });
+}
+
+MIXCCL_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
+           int winFlags) {
+  return apiGuard("ncclCommWindowRegister", [&]() -> Result {
+    if (winFlags != NCCL_WIN_DEFAULT && winFlags != NCCL_WIN_COLL_SYMMETRIC) {
+      return fail(Result::kInvalidArgument, "ncclCommWindowRegister: unknown winFlags 0x%x", winFlags);
+    }
+    return makeRegistration("ncclCommWindowRegister", comm, buff, size, win);
+  });
+}
+
+MIXCCL_API(ncclResult_t, ncclCommWindowDeregister, ncclComm_t comm, ncclWindow_t win) {
+  return apiGuard("ncclCommWindowDeregister", [&] { return dropRegistration("ncclCommWindowDeregister", comm, win); });
+}
+
+MIXCCL_API(ncclResult_t, ncclRedOpCreatePreMulSum, ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
+           ncclScalarResidence_t residence, ncclComm_t comm) {
+  return apiGuard("ncclRedOpCreatePreMulSum", [&]() -> Result {
+    const char* fn = "ncclRedOpCreatePreMulSum";
+    Communicator* c = nullptr;
+    MIXCCL_TRY(mixccl::api::lookupComm(fn, comm, &c));
+    if (op == nullptr) return fail(Result::kInvalidArgument, "%s: op is NULL", fn);
+    if (scalar == nullptr) return fail(Result::kInvalidArgument, "%s: scalar is NULL", fn);
+    if (static_cast<int>(datatype) < 0 || static_cast<int>(datatype) >= mixccl::kNumDataTypes) {
+      return fail(Result::kInvalidArgument, "%s: invalid datatype %d", fn, static_cast<int>(datatype));
+    }
+    if (residence != ncclScalarHostImmediate && residence != ncclScalarDevice) {
+      return fail(Result::kInvalidArgument, "%s: invalid scalar residence %d", fn, static_cast<int>(residence));
+    }
+    int handle = 0;
+    MIXCCL_TRY(c->createPreMulSum(static_cast<DataType>(datatype), scalar, residence == ncclScalarHostImmediate,
+                                  &handle));
+    *op = static_cast<ncclRedOp_t>(handle);
+    return Result::kSuccess;
+  });
+}
+
+MIXCCL_API(ncclResult_t, ncclRedOpDestroy, ncclRedOp_t op, ncclComm_t comm) {
+  return apiGuard("ncclRedOpDestroy", [&]() -> Result {
+    Communicator* c = nullptr;
+    MIXCCL_TRY(mixccl::api::lookupComm("ncclRedOpDestroy", comm, &c));
+    if (static_cast<int>(op) < mixccl::kNumBuiltinOps) {
+      return fail(Result::kInvalidArgument, "ncclRedOpDestroy: operator %d is built-in and cannot be destroyed",
+                  static_cast<int>(op));
+    }
+    return c->destroyRedOp(static_cast<int>(op));
+  });
+}

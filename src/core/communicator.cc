@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+#include "src/core/communicator.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include "src/common/config.h"
+#include "src/common/log.h"
+
+namespace mixccl {
+
+Communicator::Communicator(int nranks, int rank, const CommOptions& options)
+    : nranks_(nranks), rank_(rank), options_(options) {}
+
+Communicator::~Communicator() {
+  if (initThread_.joinable()) initThread_.join();
+  // Connections before transports (a connection may refer to its transport's state).
+  sendConns_.clear();
+  recvConns_.clear();
+  for (auto& t : transports_) t.reset();
+  bootstrap_.reset();
+}
+
+std::unique_ptr<Communicator> Communicator::makeUninitialised(int nranks, int rank, const CommOptions& options) {
+  return std::unique_ptr<Communicator>(new Communicator(nranks, rank, options));
+}
+
+Result Communicator::create(const UniqueIdData& id, int nranks, int rank, const CommOptions& options,
+                            std::unique_ptr<Communicator>* out) {
+  std::unique_ptr<Communicator> comm = makeUninitialised(nranks, rank, options);
+  MIXCCL_TRY(comm->init(id));
+  *out = std::move(comm);
+  return Result::kSuccess;
+}
+
+void Communicator::setAsyncError(Result r) {
+  int expected = static_cast<int>(Result::kSuccess);
+  // Keep the first real error; kInProgress (initialising) may be replaced by anything.
+  if (!asyncError_.compare_exchange_strong(expected, static_cast<int>(r))) {
+    expected = static_cast<int>(Result::kInProgress);
+    asyncError_.compare_exchange_strong(expected, static_cast<int>(r));
+  }
+}
+
+Result Communicator::init(const UniqueIdData& id) {
+  log::RankScope scope(rank_);
+  config::logNonDefaults();
+  static std::once_flag versionOnce;
+  std::call_once(versionOnce, [] { MIXCCL_LOG_(kVersion, log::kInit, "NCCL version 2.28.9+mixccl (host backend)"); });
+  Result r = [&]() -> Result {
+    commHash_ = id.commHash;
+    backend_ = makeHostBackend();
+    MIXCCL_TRY(Bootstrap::init(id, rank_, nranks_, &abort_, &bootstrap_));
+
+    TransportContext ctx;
+    ctx.rank = rank_;
+    ctx.nranks = nranks_;
+    ctx.commHash = id.commHash;
+    memcpy(ctx.secret, id.secret, sizeof(ctx.secret));
+    ctx.slotBytes = static_cast<size_t>(config::getInt(config::Knob::kChunkSize));
+    ctx.fifoDepth = static_cast<int>(config::getInt(config::Knob::kFifoDepth));
+    ctx.abortFlag = &abort_;
+    if (ctx.slotBytes < 4096 || ctx.slotBytes > (1u << 30) || ctx.fifoDepth < 1 || ctx.fifoDepth > 1024) {
+      return fail(Result::kInvalidArgument, "MIXCCL_CHUNK_SIZE=%zu / MIXCCL_FIFO_DEPTH=%d out of range (4 KiB..1 GiB, 1..1024)",
+                  ctx.slotBytes, ctx.fifoDepth);
+    }
+    transports_[kTransportShm] = makeShmTransport(ctx);
+    transports_[kTransportTcp] = makeTcpTransport(ctx);
+
+    PeerInfo self;
+    self.protocolVersion = kProtocolVersion;
+    self.rank = rank_;
+    self.nranks = nranks_;
+    self.pid = getpid();
+    self.hostHash = localHostHash();
+    self.host = localHostName();
+    for (int t = 0; t < kNumTransports; ++t) MIXCCL_TRY(transports_[t]->listen(&self.blobs[t]));
+
+    std::vector<uint8_t> table(PeerInfo::kWireBytes * nranks_);
+    self.encode(table.data() + PeerInfo::kWireBytes * rank_);
+    MIXCCL_TRY(bootstrap_->allGather(table.data(), PeerInfo::kWireBytes));
+    peers_.resize(nranks_);
+    for (int p = 0; p < nranks_; ++p) {
+      MIXCCL_TRY(PeerInfo::decode(table.data() + PeerInfo::kWireBytes * p, &peers_[p]));
+      if (peers_[p].protocolVersion != kProtocolVersion || peers_[p].rank != p || peers_[p].nranks != nranks_) {
+        return fail(Result::kInvalidUsage,
+                    "rank %d (host %s, pid %d) speaks protocol %u as rank %d of %d; this rank speaks protocol %u as "
+                    "rank %d of %d: every rank must run a compatible mixccl build with the same nranks",
+                    p, peers_[p].host.c_str(), peers_[p].pid, peers_[p].protocolVersion, peers_[p].rank,
+                    peers_[p].nranks, kProtocolVersion, rank_, nranks_);
+      }
+    }
+    std::vector<TransportPeer> tpeers(nranks_);
+    for (int t = 0; t < kNumTransports; ++t) {
+      for (int p = 0; p < nranks_; ++p) {
+        tpeers[p].rank = p;
+        tpeers[p].hostHash = peers_[p].hostHash;
+        tpeers[p].pid = peers_[p].pid;
+        tpeers[p].host = peers_[p].host;
+        tpeers[p].blob = peers_[p].blobs[t];
+      }
+      MIXCCL_TRY(transports_[t]->setPeers(tpeers));
+    }
+    sendConns_.resize(static_cast<size_t>(nranks_) * kNumLanes);
+    recvConns_.resize(static_cast<size_t>(nranks_) * kNumLanes);
+    return Result::kSuccess;
+  }();
+  if (r != Result::kSuccess) {
+    state_.store(CommState::kFailed, std::memory_order_release);
+    setAsyncError(r);
+    return r;
+  }
+  state_.store(CommState::kReady, std::memory_order_release);
+  asyncError_.store(static_cast<int>(Result::kSuccess), std::memory_order_release);
+  MIXCCL_INFO(log::kInit, "comm %p rank %d nranks %d commHash %016llx%s%s - Init COMPLETE", static_cast<void*>(this),
+              rank_, nranks_, static_cast<unsigned long long>(commHash_), options_.name.empty() ? "" : " name ",
+              options_.name.c_str());
+  return Result::kSuccess;
+}
+
+Result Communicator::pickTransport(int peer, Transport** out) {
+  int best = 0;
+  *out = nullptr;
+  for (auto& t : transports_) {
+    int score = t ? t->canConnect(peer) : 0;
+    if (score > best) {
+      best = score;
+      *out = t.get();
+    }
+  }
+  if (*out == nullptr) {
+    return fail(Result::kSystemError, "no transport can reach rank %d (host %s) from rank %d: check NCCL_SHM_DISABLE "
+                "and NCCL_SOCKET_IFNAME", peer, peers_[peer].host.c_str(), rank_);
+  }
+  return Result::kSuccess;
+}
+
+Result Communicator::sendConnection(int peer, int lane, SendConnection** out) {
+  auto& slot = sendConns_[static_cast<size_t>(peer) * kNumLanes + lane];
+  if (!slot) {
+    Transport* t = nullptr;
+    MIXCCL_TRY(pickTransport(peer, &t));
+    MIXCCL_TRY(t->connectSend(peer, lane, &slot));
+    MIXCCL_INFO(log::kInit | log::kP2p, "lane %d to rank %d via %s", lane, peer, t->name());
+  }
+  *out = slot.get();
+  return Result::kSuccess;
+}
+
+Result Communicator::recvConnection(int peer, int lane, RecvConnection** out) {
+  auto& slot = recvConns_[static_cast<size_t>(peer) * kNumLanes + lane];
+  if (!slot) {
+    Transport* t = nullptr;
+    MIXCCL_TRY(pickTransport(peer, &t));
+    MIXCCL_TRY(t->connectRecv(peer, lane, &slot));
+    MIXCCL_INFO(log::kInit | log::kP2p, "lane %d from rank %d via %s", lane, peer, t->name());
+  }
+  *out = slot.get();
+  return Result::kSuccess;
+}
+
+Result Communicator::progressTransports() {
+  for (auto& t : transports_) {
+    if (t) MIXCCL_TRY(t->progress());
+  }
+  return Result::kSuccess;
+}
+
+Result Communicator::createPreMulSum(DataType dtype, const void* scalar, bool onHost, int* handle) {
+  UserRedOp op;
+  op.dtype = dtype;
+  op.scalarOnHost = onHost;
+  if (onHost) {
+    memcpy(op.scalar, scalar, dataTypeSize(dtype));
+  } else {
+    op.scalarPtr = scalar;
+  }
+  if (nextRedOp_ == INT32_MAX) {
+    return fail(Result::kInvalidUsage, "too many reduction operators created on rank %d", rank_);
+  }
+  *handle = nextRedOp_++;
+  redOps_[*handle] = op;
+  return Result::kSuccess;
+}
+
+Result Communicator::destroyRedOp(int handle) {
+  if (redOps_.erase(handle) == 0) {
+    return fail(Result::kInvalidArgument, "ncclRedOpDestroy: operator %d was not created on this communicator (rank %d) "
+                "or was already destroyed", handle, rank_);
+  }
+  return Result::kSuccess;
+}
+
+Result Communicator::lookupRedOp(int handle, const UserRedOp** out) const {
+  auto it = redOps_.find(handle);
+  if (it == redOps_.end()) {
+    return fail(Result::kInvalidArgument, "reduction operator %d is neither built-in nor created on this communicator "
+                "(rank %d)", handle, rank_);
+  }
+  *out = &it->second;
+  return Result::kSuccess;
+}
+
+void Communicator::waitForCalls() {
+  // Calls observe the abort flag within milliseconds; the bound only protects against a bug.
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (calls_.load(std::memory_order_acquire) > 0 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
+}  // namespace mixccl

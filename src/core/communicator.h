@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+#pragma once
+
+// A communicator: one rank's membership in a group of nranks ranks. It owns the bootstrap, the
+// transports, the lazily created connections to peers, the device backend and the user-created
+// reduction operators.
+//
+// Threading: NCCL's rule applies: one thread at a time issues calls on a communicator. The only
+// cross-thread entry points are abort()/revoke() (any thread, any time) and the async error,
+// which are atomics. A call in flight holds a CallGuard; destroy/abort wait until none is held
+// (the engine observes the abort flag within a millisecond or so), so freeing never races a call.
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "src/common/result.h"
+#include "src/common/types.h"
+#include "src/core/bootstrap.h"
+#include "src/core/peer_info.h"
+#include "src/device/device_backend.h"
+#include "transports/transport.h"
+
+namespace mixccl {
+
+// Communicator options (from ncclConfig_t, already validated by the API layer).
+struct CommOptions {
+  bool blocking = true;
+  std::string name;
+};
+
+// A reduction operator handle as the user sees it: built-in (kSum..kAvg) or created by
+// ncclRedOpCreatePreMulSum (handle >= kNumBuiltinOps).
+struct UserRedOp {
+  DataType dtype = DataType::kFloat32;
+  bool scalarOnHost = true;        // ncclScalarHostImmediate: value copied at creation
+  uint8_t scalar[8] = {};          // value (host immediate)
+  const void* scalarPtr = nullptr;  // ncclScalarDevice: read when the collective runs
+};
+
+enum class CommState { kInitializing, kReady, kFailed, kFinalized };
+
+class Communicator {
+ public:
+  ~Communicator();
+
+  // Blocking initialisation of rank `rank` of `nranks` (the body of ncclCommInitRank*).
+  static Result create(const UniqueIdData& id, int nranks, int rank, const CommOptions& options,
+                       std::unique_ptr<Communicator>* out);
+  // An uninitialised communicator; init() completes it (lets non-blocking init hand out the
+  // handle first and finish in a thread).
+  static std::unique_ptr<Communicator> makeUninitialised(int nranks, int rank, const CommOptions& options);
+  Result init(const UniqueIdData& id);
+
+  int rank() const { return rank_; }
+  int nranks() const { return nranks_; }
+  uint64_t commHash() const { return commHash_; }
+  int device() const { return device_; }
+  void setDevice(int d) { device_ = d; }
+  const CommOptions& options() const { return options_; }
+  CommState state() const { return state_.load(std::memory_order_acquire); }
+  Bootstrap* bootstrap() { return bootstrap_.get(); }
+  DeviceBackend* backend() { return backend_.get(); }
+  const PeerInfo& peer(int r) const { return peers_[r]; }
+
+  // The connection of `lane` to/from `peer`, created on first use (never blocks).
+  Result sendConnection(int peer, int lane, SendConnection** out);
+  Result recvConnection(int peer, int lane, RecvConnection** out);
+  // Drives transport background work (accepting connections).
+  Result progressTransports();
+
+  // Abort: every wait on this communicator returns promptly with an error; irreversible.
+  void abort() { abort_.store(true, std::memory_order_release); }
+  bool aborted() const { return abort_.load(std::memory_order_acquire); }
+  const std::atomic<bool>* abortFlag() const { return &abort_; }
+  // Revoke: operations in flight and later ones fail; the bootstrap stays usable for shrink.
+  void revoke() { revoked_.store(true, std::memory_order_release); }
+  bool revoked() const { return revoked_.load(std::memory_order_acquire); }
+
+  // First error of a failed operation or of the init thread; kInProgress while initialising.
+  Result asyncError() const { return static_cast<Result>(asyncError_.load(std::memory_order_acquire)); }
+  void setAsyncError(Result r);
+
+  // Sequence number of collective operations issued on this communicator.
+  uint64_t nextSeq() { return seq_++; }
+  // Number of shrinks issued on this communicator (tags the child's id message).
+  uint32_t nextShrinkSeq() { return shrinkSeq_++; }
+
+  // User reduction operators.
+  Result createPreMulSum(DataType dtype, const void* scalar, bool onHost, int* handle);
+  Result destroyRedOp(int handle);
+  Result lookupRedOp(int handle, const UserRedOp** out) const;
+
+  // Calls in flight (see the class comment).
+  void enterCall() { calls_.fetch_add(1, std::memory_order_acq_rel); }
+  void leaveCall() { calls_.fetch_sub(1, std::memory_order_acq_rel); }
+  // Waits (bounded) until no call is in flight, e.g. before freeing after abort.
+  void waitForCalls();
+
+  // Non-blocking init thread bookkeeping (API layer).
+  std::thread& initThread() { return initThread_; }
+  void finalize() { state_.store(CommState::kFinalized, std::memory_order_release); }
+
+ private:
+  Communicator(int nranks, int rank, const CommOptions& options);
+  Result pickTransport(int peer, Transport** out);
+
+  int nranks_;
+  int rank_;
+  int device_ = 0;
+  CommOptions options_;
+  uint64_t commHash_ = 0;
+  std::atomic<CommState> state_{CommState::kInitializing};
+  std::atomic<bool> abort_{false};
+  std::atomic<bool> revoked_{false};
+  std::atomic<int> asyncError_{static_cast<int>(Result::kInProgress)};
+  std::atomic<int> calls_{0};
+  uint64_t seq_ = 0;
+  uint32_t shrinkSeq_ = 0;
+
+  std::unique_ptr<DeviceBackend> backend_;
+  std::unique_ptr<Bootstrap> bootstrap_;
+  std::vector<PeerInfo> peers_;
+  std::unique_ptr<Transport> transports_[kNumTransports];
+  // [peer * kNumLanes + lane]
+  std::vector<std::unique_ptr<SendConnection>> sendConns_;
+  std::vector<std::unique_ptr<RecvConnection>> recvConns_;
+
+  std::map<int, UserRedOp> redOps_;
+  int nextRedOp_ = kNumBuiltinOps;
+  std::thread initThread_;
+};
+
+// The protocol version this build speaks (PROTOCOL.md); all ranks of a communicator must agree.
+constexpr uint32_t kProtocolVersion = 1;
+
+}  // namespace mixccl

@@ -1,0 +1,224 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+#include "src/core/executor.h"
+
+#include <sched.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+#include "src/common/config.h"
+#include "src/common/log.h"
+#include "src/common/socket.h"
+#include "src/core/communicator.h"
+
+namespace mixccl {
+namespace {
+
+char* bufferAt(const Op& op, algo::Buf buf, uint64_t offset) {
+  size_t elem = dataTypeSize(op.dtype);
+  switch (buf) {
+    case algo::Buf::kInput:
+      return const_cast<char*>(static_cast<const char*>(op.input)) + offset * elem;
+    case algo::Buf::kOutput:
+      return static_cast<char*>(op.output) + offset * elem;
+    case algo::Buf::kNone:
+      break;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+void Stream::noteSend(SendConnection* c) {
+  if (std::find(toFlush_.begin(), toFlush_.end(), c) == toFlush_.end()) toFlush_.push_back(c);
+}
+
+// One step: take the peer's message (if any) and a send slot (if any), combine, publish. Until
+// both resources are available nothing is consumed, so the step can simply be retried.
+Result Stream::tryStep(Op& op, const algo::Step& s) {
+  Communicator& comm = *op.comm;
+  const size_t bytes = s.count * dataTypeSize(op.dtype);
+  RecvConnection* rconn = nullptr;
+  SendConnection* sconn = nullptr;
+  const void* in = nullptr;
+  void* slot = nullptr;
+  if (s.recvPeer >= 0) {
+    waitingPeer_ = s.recvPeer;
+    waitingRecv_ = true;
+    MIXCCL_TRY(comm.recvConnection(s.recvPeer, op.lane, &rconn));
+    size_t got = 0;
+    MIXCCL_TRY(rconn->peek(&in, &got));
+    if (got != bytes) {
+      return fail(Result::kInvalidUsage,
+                  "%s (seq %llu) on rank %d expected a %zu-byte message from rank %d and got %zu bytes: the ranks "
+                  "called different operations or counts",
+                  collName(op.kind), static_cast<unsigned long long>(op.seq), comm.rank(), bytes, s.recvPeer, got);
+    }
+  }
+  if (s.sendPeer >= 0) {
+    waitingPeer_ = s.sendPeer;
+    waitingRecv_ = false;
+    MIXCCL_TRY(comm.sendConnection(s.sendPeer, op.lane, &sconn));
+    MIXCCL_TRY(sconn->acquire(&slot));
+    if (bytes > sconn->slotBytes()) {
+      return fail(Result::kInternalError, "step of %zu bytes exceeds the %zu-byte slot", bytes, sconn->slotBytes());
+    }
+  }
+  void* dst = bufferAt(op, s.dst, s.dstOffset);
+  const void* src = bufferAt(op, s.src, s.srcOffset);
+  void* primary = dst != nullptr ? dst : slot;
+  DeviceBackend* dev = comm.backend();
+  if (primary != nullptr && bytes > 0) {
+    if (op.reduction) {
+      // pre() applies only to this rank's own input (see ReduceSpec).
+      bool pre = src != nullptr && s.src == algo::Buf::kInput;
+      const void* a = in != nullptr && src != nullptr ? in : nullptr;
+      const void* b = src != nullptr ? src : in;
+      MIXCCL_TRY(dev->reduce(primary, a, b, s.count, op.spec, pre, s.finalize, op.stream));
+    } else {
+      MIXCCL_TRY(dev->copy(primary, in != nullptr ? in : src, bytes, op.stream));
+    }
+    if (dst != nullptr && slot != nullptr) MIXCCL_TRY(dev->copy(slot, dst, bytes, op.stream));
+  }
+  if (sconn != nullptr) {
+    MIXCCL_TRY(sconn->commit(bytes));
+    noteSend(sconn);
+  }
+  if (rconn != nullptr) MIXCCL_TRY(rconn->release());
+  return Result::kSuccess;
+}
+
+Result Stream::progress(bool* advanced) {
+  while (opIndex_ < ops_.size()) {
+    Op& op = *ops_[opIndex_];
+    const auto& steps = op.schedule.steps;
+    while (stepIndex_ < steps.size()) {
+      Result r = tryStep(op, steps[stepIndex_]);
+      if (r == Result::kInProgress) return Result::kSuccess;
+      MIXCCL_TRY(r);
+      ++stepIndex_;
+      *advanced = true;
+    }
+    ++opIndex_;
+    stepIndex_ = 0;
+  }
+  // Everything is issued; the call may return once every message left this rank.
+  while (!toFlush_.empty()) {
+    Result r = toFlush_.back()->flush();
+    if (r == Result::kInProgress) return Result::kSuccess;
+    MIXCCL_TRY(r);
+    toFlush_.pop_back();
+    *advanced = true;
+  }
+  finished_ = true;
+  return Result::kSuccess;
+}
+
+std::string Stream::describeWait() const {
+  if (finished_ || ops_.empty()) return "nothing";
+  char buf[256];
+  if (opIndex_ >= ops_.size()) {
+    snprintf(buf, sizeof(buf), "flushing %zu connection(s) after its last operation", toFlush_.size());
+    return buf;
+  }
+  const Op& op = *ops_[opIndex_];
+  snprintf(buf, sizeof(buf), "%s (seq %llu, %llu x %s) step %zu/%zu: waiting %s rank %d", collName(op.kind),
+           static_cast<unsigned long long>(op.seq), static_cast<unsigned long long>(op.count), dataTypeName(op.dtype),
+           stepIndex_ + 1, op.schedule.steps.size(), waitingRecv_ ? "for a message from" : "for a free slot to",
+           waitingPeer_);
+  return buf;
+}
+
+namespace {
+
+// Backs off an idle wait: spin, then yield, then nap (bounded at 200 us so latency stays low).
+class Backoff {
+ public:
+  Backoff() : spins_(config::getInt(config::Knob::kSpinCount)) {}
+  void reset() { idle_ = 0; }
+  void idle() {
+    ++idle_;
+    if (idle_ < spins_) return;
+    if (idle_ < spins_ + 1000) {
+      sched_yield();
+      return;
+    }
+    timespec ts{0, std::min<long>(200000, 1000L * (idle_ - spins_ - 999))};
+    nanosleep(&ts, nullptr);
+  }
+
+ private:
+  int64_t spins_;
+  int64_t idle_ = 0;
+};
+
+Result checkFlags(const Stream& s) {
+  Communicator* c = s.comm();
+  if (c->aborted()) {
+    return fail(Result::kRemoteError, "rank %d: communicator was aborted while %s", c->rank(), s.describeWait().c_str());
+  }
+  if (c->revoked()) {
+    return fail(Result::kRemoteError, "rank %d: communicator was revoked while %s", c->rank(), s.describeWait().c_str());
+  }
+  return Result::kSuccess;
+}
+
+}  // namespace
+
+Result runStreams(std::vector<Stream>& streams) {
+  const auto timeout = std::chrono::seconds(config::getInt(config::Knob::kTimeout));
+  auto lastProgress = Clock::now();
+  Backoff backoff;
+  uint64_t polls = 0;
+  Result result = Result::kSuccess;
+  for (;;) {
+    bool allDone = true;
+    bool advanced = false;
+    for (Stream& s : streams) {
+      if (s.done() || s.empty()) continue;
+      Result r = s.progress(&advanced);
+      if (r == Result::kSuccess) r = s.comm()->progressTransports();
+      if (r != Result::kSuccess) {
+        result = r;
+        break;
+      }
+      allDone = allDone && s.done();
+    }
+    if (result != Result::kSuccess || allDone) break;
+    if (advanced) {
+      backoff.reset();
+      lastProgress = Clock::now();
+      continue;
+    }
+    backoff.idle();
+    if ((++polls & 63) != 0) continue;
+    for (Stream& s : streams) {
+      if (s.done() || s.empty()) continue;
+      result = checkFlags(s);
+      if (result != Result::kSuccess) break;
+    }
+    if (result != Result::kSuccess) break;
+    if (Clock::now() - lastProgress > timeout) {
+      for (Stream& s : streams) {
+        if (s.done() || s.empty()) continue;
+        result = fail(Result::kRemoteError,
+                      "rank %d: no progress for %lld s (MIXCCL_TIMEOUT) in %s; that peer is hung, dead, or "
+                      "called a different operation",
+                      s.comm()->rank(), static_cast<long long>(timeout.count()), s.describeWait().c_str());
+        break;
+      }
+      break;
+    }
+  }
+  if (result != Result::kSuccess) {
+    for (Stream& s : streams) {
+      if (!s.empty() && !s.done()) s.comm()->setAsyncError(result);
+    }
+  }
+  return result;
+}
+
+}  // namespace mixccl

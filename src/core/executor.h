@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+#pragma once
+
+// The progress engine. A Stream is a list of operations whose steps run strictly in order (all
+// collectives of one communicator in issue order; or all sends to one peer; or all receives from
+// one peer). runStreams() advances every stream of a call or group round-robin without ever
+// blocking inside a step, so streams that wait for each other (rank A's send stream and rank B's
+// receive stream, driven by one thread for several ranks) cannot deadlock.
+//
+// Waits: when no stream advances, the engine spins MIXCCL_SPIN_COUNT polls, then yields the CPU,
+// then sleeps in short naps (oversubscribed hosts need the CPU back). Every wait observes the
+// communicators' abort/revoke flags and fails with kRemoteError after MIXCCL_TIMEOUT seconds
+// without progress, naming the operation, step and peer it waits for.
+//
+// Threading: called by the thread that issued the call / ncclGroupEnd; not re-entrant per comm.
+
+#include <memory>
+#include <vector>
+
+#include "src/core/op.h"
+#include "transports/transport.h"
+
+namespace mixccl {
+
+class Stream {
+ public:
+  void push(Op* op) { ops_.push_back(op); }
+  bool empty() const { return ops_.empty(); }
+  bool done() const { return finished_; }
+  Communicator* comm() const { return ops_.empty() ? nullptr : ops_.front()->comm; }
+  // Executes ready steps; sets *advanced when anything moved. kSuccess also while unfinished.
+  Result progress(bool* advanced);
+  // "AllReduce seq 12 step 3/14: waiting for a message from rank 2" (for timeouts and dumps).
+  std::string describeWait() const;
+
+ private:
+  Result tryStep(Op& op, const algo::Step& step);
+  void noteSend(SendConnection* c);
+
+  std::vector<Op*> ops_;
+  size_t opIndex_ = 0;
+  size_t stepIndex_ = 0;
+  bool finished_ = false;
+  int waitingPeer_ = -1;
+  bool waitingRecv_ = false;
+  std::vector<SendConnection*> toFlush_;
+};
+
+// Runs all streams to completion (or the first error, after which the remaining streams are
+// abandoned; their communicators record the error as their async error).
+Result runStreams(std::vector<Stream>& streams);
+
+}  // namespace mixccl

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+#include "src/core/group.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "src/common/log.h"
+#include "src/core/communicator.h"
+#include "src/core/executor.h"
+
+namespace mixccl::group {
+namespace {
+
+struct GroupState {
+  int depth = 0;
+  std::vector<std::unique_ptr<Op>> ops;
+  std::vector<Communicator*> inits;
+  Result firstError = Result::kSuccess;  // an error of a call inside the group, reported at end()
+};
+
+thread_local GroupState tGroup;
+
+// Partitions `ops` into streams (see the header) and runs them.
+Result runOps(std::vector<std::unique_ptr<Op>>& ops) {
+  std::vector<Stream> streams;
+  std::map<std::tuple<Communicator*, int, int>, size_t> index;  // (comm, kind, peer) -> stream
+  for (auto& op : ops) {
+    op->seq = op->comm->nextSeq();
+    int peer = -1;
+    int kind = 0;  // 0 collectives, 1 sends to peer, 2 receives from peer
+    if (op->kind == CollKind::kSend || op->kind == CollKind::kRecv) {
+      peer = op->root;
+      kind = op->kind == CollKind::kSend ? 1 : 2;
+    }
+    auto key = std::make_tuple(op->comm, kind, peer);
+    auto it = index.find(key);
+    if (it == index.end()) {
+      it = index.emplace(key, streams.size()).first;
+      streams.emplace_back();
+    }
+    streams[it->second].push(op.get());
+  }
+  for (auto& op : ops) op->comm->enterCall();
+  Result r = runStreams(streams);
+  for (auto& op : ops) op->comm->leaveCall();
+  return r;
+}
+
+}  // namespace
+
+bool active() { return tGroup.depth > 0; }
+
+Result start() {
+  ++tGroup.depth;
+  return Result::kSuccess;
+}
+
+Result end() {
+  if (tGroup.depth == 0) {
+    return fail(Result::kInvalidUsage, "ncclGroupEnd called without a matching ncclGroupStart");
+  }
+  if (--tGroup.depth > 0) return Result::kSuccess;
+  std::vector<Communicator*> inits = std::move(tGroup.inits);
+  std::vector<std::unique_ptr<Op>> ops = std::move(tGroup.ops);
+  Result first = tGroup.firstError;
+  tGroup = GroupState{};
+  Result r = Result::kSuccess;
+  for (Communicator* c : inits) {
+    if (c->initThread().joinable()) c->initThread().join();
+    if (c->options().blocking && c->asyncError() != Result::kSuccess && r == Result::kSuccess) r = c->asyncError();
+  }
+  if (!ops.empty()) {
+    Result run = runOps(ops);
+    if (r == Result::kSuccess) r = run;
+  }
+  return first != Result::kSuccess ? first : r;
+}
+
+Result simulateEnd(double* estimatedSeconds) {
+  double bytes = 0;
+  for (auto& op : tGroup.ops) bytes += static_cast<double>(op->count) * dataTypeSize(op->dtype);
+  // A coarse model (latency + bandwidth of shared memory); the tuner will replace it.
+  *estimatedSeconds = tGroup.ops.empty() ? 0.0 : 10e-6 * tGroup.ops.size() + bytes / 5e9;
+  tGroup.ops.clear();
+  if (tGroup.depth > 0) --tGroup.depth;
+  return Result::kSuccess;
+}
+
+Result submit(std::unique_ptr<Op> op) {
+  Result r = prepareOp(op.get());
+  if (r != Result::kSuccess) return noteError(r);
+  if (tGroup.depth > 0) {
+    tGroup.ops.push_back(std::move(op));
+    return Result::kSuccess;
+  }
+  std::vector<std::unique_ptr<Op>> ops;
+  ops.push_back(std::move(op));
+  return runOps(ops);
+}
+
+Result noteError(Result r) {
+  if (tGroup.depth > 0 && tGroup.firstError == Result::kSuccess) tGroup.firstError = r;
+  return r;
+}
+
+void addPendingInit(Communicator* comm) { tGroup.inits.push_back(comm); }
+
+void forget(Communicator* comm) {
+  auto& ops = tGroup.ops;
+  ops.erase(std::remove_if(ops.begin(), ops.end(), [comm](const auto& op) { return op->comm == comm; }), ops.end());
+  auto& inits = tGroup.inits;
+  inits.erase(std::remove(inits.begin(), inits.end(), comm), inits.end());
+}
+
+}  // namespace mixccl::group

@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+#pragma once
+
+// Group semantics (ncclGroupStart/End), per calling thread. Outside a group an operation runs
+// as soon as it is submitted; inside, operations are kept until the outermost groupEnd(), which
+// runs them all together: per communicator, the collectives in issue order on one stream, and
+// sends/receives on one stream per (peer, direction), all progressed at once, so grouped
+// point-to-point calls complete whatever order the ranks posted them in. Communicator inits
+// issued inside a group are started at once and joined at groupEnd().
+
+#include <memory>
+#include <vector>
+
+#include "src/core/op.h"
+
+namespace mixccl {
+
+class Communicator;
+
+namespace group {
+
+Result start();
+Result end();
+// Drops the group's queued work without running it (ncclGroupSimulateEnd); reports the bytes
+// the queued operations would move, for the estimate.
+Result simulateEnd(double* estimatedSeconds);
+bool active();
+
+// Runs `op` now (outside a group) or queues it (inside). Takes ownership.
+Result submit(std::unique_ptr<Op> op);
+
+// Records an error of a call made inside a group so that groupEnd() reports it too; returns `r`.
+Result noteError(Result r);
+
+// A communicator whose init runs in a thread started inside a group: groupEnd() joins it.
+void addPendingInit(Communicator* comm);
+
+// Removes every queued operation and pending init of `comm` (it is being aborted or destroyed).
+void forget(Communicator* comm);
+
+}  // namespace group
+}  // namespace mixccl

@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+#include "src/core/op.h"
+
+#include <cstring>
+
+#include "src/common/config.h"
+#include "src/core/communicator.h"
+
+namespace mixccl {
+namespace {
+
+// NCCL's meaning of each operator, expressed as the kernel's Sum/Prod/Max/Min plus transforms:
+// Avg on floats pre-multiplies every input by 1/nranks; Avg on integers sums and divides once;
+// PreMulSum pre-multiplies by the user's scalar.
+Result resolveReduction(Op* op) {
+  ReduceSpec& spec = op->spec;
+  spec.dtype = op->dtype;
+  const int nranks = op->comm->nranks();
+  if (op->redOp < kNumBuiltinOps) {
+    RedOpKind kind = static_cast<RedOpKind>(op->redOp);
+    if (kind != RedOpKind::kAvg) {
+      spec.op = kind;
+      return Result::kSuccess;
+    }
+    spec.op = RedOpKind::kSum;
+    if (isFloatType(op->dtype)) {
+      spec.preMul = true;
+      encodeScalar(op->dtype, 1.0 / nranks, spec.scalar);
+    } else {
+      spec.divisor = static_cast<uint64_t>(nranks);
+    }
+    return Result::kSuccess;
+  }
+  const UserRedOp* user = nullptr;
+  MIXCCL_TRY(op->comm->lookupRedOp(op->redOp, &user));
+  if (user->dtype != op->dtype) {
+    return fail(Result::kInvalidArgument, "reduction operator %d was created for %s but the call uses %s", op->redOp,
+                dataTypeName(user->dtype), dataTypeName(op->dtype));
+  }
+  spec.op = RedOpKind::kSum;
+  spec.preMul = true;
+  const void* scalar = user->scalarOnHost ? user->scalar : user->scalarPtr;
+  MIXCCL_TRY(op->comm->backend()->copy(spec.scalar, scalar, dataTypeSize(op->dtype), op->stream));
+  return Result::kSuccess;
+}
+
+}  // namespace
+
+Result prepareOp(Op* op) {
+  Communicator* comm = op->comm;
+  op->reduction = isReduction(op->kind);
+  op->lane = (op->kind == CollKind::kSend || op->kind == CollKind::kRecv) ? kLaneP2p : kLaneColl;
+  if (op->reduction) MIXCCL_TRY(resolveReduction(op));
+  algo::CollArgs args;
+  args.kind = op->kind;
+  args.rank = comm->rank();
+  args.nranks = comm->nranks();
+  args.root = op->root;
+  args.count = op->count;
+  const size_t elem = dataTypeSize(op->dtype);
+  args.chunkElems = static_cast<uint64_t>(config::getInt(config::Knob::kChunkSize)) / elem;
+  return algo::buildSchedule(args, &op->schedule);
+}
+
+}  // namespace mixccl

@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+#pragma once
+
+// One collective or point-to-point call, as validated by the API layer, plus what the engine
+// derives from it before running: the schedule, the lane and the element-wise reduction.
+
+#include <cstdint>
+
+#include "algorithms/schedule.h"
+#include "src/common/result.h"
+#include "src/common/types.h"
+#include "src/device/device_backend.h"
+
+namespace mixccl {
+
+class Communicator;
+
+struct Op {
+  Communicator* comm = nullptr;
+  CollKind kind = CollKind::kAllReduce;
+  const void* input = nullptr;
+  void* output = nullptr;
+  uint64_t count = 0;
+  DataType dtype = DataType::kFloat32;
+  int redOp = 0;  // ncclRedOp_t value (built-in or user-created)
+  int root = 0;   // root, or the peer of Send/Recv
+  void* stream = nullptr;
+
+  // Filled by prepare():
+  bool reduction = false;
+  ReduceSpec spec;
+  int lane = 0;
+  uint64_t seq = 0;
+  algo::Schedule schedule;
+};
+
+constexpr bool isReduction(CollKind k) {
+  return k == CollKind::kAllReduce || k == CollKind::kReduce || k == CollKind::kReduceScatter;
+}
+
+// Resolves the operator, builds the schedule and picks the lane. Reads a device-resident
+// PreMulSum scalar now, i.e. when the operation starts.
+Result prepareOp(Op* op);
+
+}  // namespace mixccl

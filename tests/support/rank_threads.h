@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+#pragma once
+
+// Runs `nranks` ranks as threads of this process, each with its own communicator made from one
+// unique id, and calls body(rank, comm) on every thread. Failures inside body use gtest's
+// thread-safe ADD_FAILURE/EXPECT_*.
+
+#include <gtest/gtest.h>
+#include <nccl.h>
+
+#include <functional>
+#include <thread>
+#include <vector>
+
+namespace mixccl::testing {
+
+inline void runRanks(int nranks, const std::function<void(int, ncclComm_t)>& body) {
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess) << ncclGetLastError(nullptr);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < nranks; ++r) {
+    threads.emplace_back([&, r] {
+      ncclComm_t comm = nullptr;
+      ncclResult_t res = ncclCommInitRank(&comm, nranks, id, r);
+      if (res != ncclSuccess) {
+        ADD_FAILURE() << "rank " << r << " init failed: " << ncclGetErrorString(res) << ": " << ncclGetLastError(nullptr);
+        return;
+      }
+      body(r, comm);
+      EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+    });
+  }
+  for (auto& t : threads) t.join();
+}
+
+}  // namespace mixccl::testing
