@@ -40,7 +40,8 @@ constexpr KnobDecl kTable[] = {
      "seconds any blocking wait may last before it fails with ncclRemoteError"},
     {Knob::kChunkSize, "MIXCCL_CHUNK_SIZE", Type::kInt, "524288", "bytes per message slot of a connection"},
     {Knob::kFifoDepth, "MIXCCL_FIFO_DEPTH", Type::kInt, "8", "message slots per connection"},
-    {Knob::kSpinCount, "MIXCCL_SPIN_COUNT", Type::kInt, "2000", "polls of an idle wait before yielding the CPU"},
+    {Knob::kSpinCount, "MIXCCL_SPIN_COUNT", Type::kInt, "-1",
+     "polls of an idle wait before yielding the CPU; -1 = automatic (long when every local rank has a core)"},
     {Knob::kHostId, "MIXCCL_HOST_ID", Type::kString, "",
      "host identity used to decide which ranks share memory (default: hostname + boot id)"},
 };

@@ -95,6 +95,8 @@ Result Communicator::init(const UniqueIdData& id) {
                     peers_[p].nranks, kProtocolVersion, rank_, nranks_);
       }
     }
+    localRanks_ = 0;
+    for (const PeerInfo& p : peers_) localRanks_ += p.hostHash == peers_[rank_].hostHash ? 1 : 0;
     std::vector<TransportPeer> tpeers(nranks_);
     for (int t = 0; t < kNumTransports; ++t) {
       for (int p = 0; p < nranks_; ++p) {

@@ -68,6 +68,8 @@ class Communicator {
   Bootstrap* bootstrap() { return bootstrap_.get(); }
   DeviceBackend* backend() { return backend_.get(); }
   const PeerInfo& peer(int r) const { return peers_[r]; }
+  // Ranks of this communicator on this host (this one included).
+  int localRanks() const { return localRanks_; }
 
   // The connection of `lane` to/from `peer`, created on first use (never blocks).
   Result sendConnection(int peer, int lane, SendConnection** out);
@@ -114,6 +116,7 @@ class Communicator {
   int nranks_;
   int rank_;
   int device_ = 0;
+  int localRanks_ = 1;
   CommOptions options_;
   uint64_t commHash_ = 0;
   std::atomic<CommState> state_{CommState::kInitializing};

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <string>
+#include <thread>
 
 #include "src/common/config.h"
 #include "src/common/log.h"
@@ -91,10 +92,36 @@ Result Stream::tryStep(Op& op, const algo::Step& s) {
   return Result::kSuccess;
 }
 
+// Creates every connection an operation will use before its first step. Connections are
+// otherwise lazy, and a lane whose receiving end is set up only when the receiver reaches its
+// first receive could leave every rank of an all-to-all waiting to send to a peer that is itself
+// waiting to send (shared memory needs the receiver's segment before the first message).
+Result Stream::connectAll(Op& op) {
+  Communicator& comm = *op.comm;
+  std::vector<uint8_t> seen(static_cast<size_t>(comm.nranks()), 0);
+  for (const algo::Step& s : op.schedule.steps) {
+    if (s.recvPeer >= 0 && !(seen[s.recvPeer] & 1)) {
+      RecvConnection* c = nullptr;
+      MIXCCL_TRY(comm.recvConnection(s.recvPeer, op.lane, &c));
+      seen[s.recvPeer] |= 1;
+    }
+    if (s.sendPeer >= 0 && !(seen[s.sendPeer] & 2)) {
+      SendConnection* c = nullptr;
+      MIXCCL_TRY(comm.sendConnection(s.sendPeer, op.lane, &c));
+      seen[s.sendPeer] |= 2;
+    }
+  }
+  return Result::kSuccess;
+}
+
 Result Stream::progress(bool* advanced) {
   while (opIndex_ < ops_.size()) {
     Op& op = *ops_[opIndex_];
     const auto& steps = op.schedule.steps;
+    if (stepIndex_ == 0 && !connected_) {
+      MIXCCL_TRY(connectAll(op));
+      connected_ = true;
+    }
     while (stepIndex_ < steps.size()) {
       Result r = tryStep(op, steps[stepIndex_]);
       if (r == Result::kInProgress) return Result::kSuccess;
@@ -104,6 +131,7 @@ Result Stream::progress(bool* advanced) {
     }
     ++opIndex_;
     stepIndex_ = 0;
+    connected_ = false;
   }
   // Everything is issued; the call may return once every message left this rank.
   while (!toFlush_.empty()) {
@@ -135,9 +163,19 @@ std::string Stream::describeWait() const {
 namespace {
 
 // Backs off an idle wait: spin, then yield, then nap (bounded at 200 us so latency stays low).
+//
+// Spinning only pays when every rank of the host has a core of its own; when ranks outnumber
+// cores (threads as ranks, small test machines) a spinning rank steals the CPU from the peer it
+// waits for, so the automatic default spins briefly there.
 class Backoff {
  public:
-  Backoff() : spins_(config::getInt(config::Knob::kSpinCount)) {}
+  explicit Backoff(int localRanks) {
+    spins_ = config::getInt(config::Knob::kSpinCount);
+    if (spins_ < 0) {
+      const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+      spins_ = static_cast<unsigned>(localRanks) <= cores ? 20000 : 50;
+    }
+  }
   void reset() { idle_ = 0; }
   void idle() {
     ++idle_;
@@ -171,7 +209,11 @@ Result checkFlags(const Stream& s) {
 Result runStreams(std::vector<Stream>& streams) {
   const auto timeout = std::chrono::seconds(config::getInt(config::Knob::kTimeout));
   auto lastProgress = Clock::now();
-  Backoff backoff;
+  int localRanks = 1;
+  for (Stream& s : streams) {
+    if (!s.empty()) localRanks = std::max(localRanks, s.comm()->localRanks());
+  }
+  Backoff backoff(localRanks);
   uint64_t polls = 0;
   Result result = Result::kSuccess;
   for (;;) {

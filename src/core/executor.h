@@ -36,12 +36,14 @@ class Stream {
 
  private:
   Result tryStep(Op& op, const algo::Step& step);
+  Result connectAll(Op& op);
   void noteSend(SendConnection* c);
 
   std::vector<Op*> ops_;
   size_t opIndex_ = 0;
   size_t stepIndex_ = 0;
   bool finished_ = false;
+  bool connected_ = false;  // connectAll() ran for ops_[opIndex_]
   int waitingPeer_ = -1;
   bool waitingRecv_ = false;
   std::vector<SendConnection*> toFlush_;

@@ -1,0 +1,572 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+
+// Transport conformance suite, run for every transport (shm, tcp). "Ranks" are Transport
+// instances in this process, wired by hand (the test plays the bootstrap: it exchanges the
+// listen blobs directly); the peer-death tests fork a real second process.
+
+#include "transports/transport.h"
+
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cinttypes>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <thread>
+
+#include "src/common/socket.h"
+#include "transports/tcp/tcp_internal.h"
+
+namespace mixccl {
+namespace {
+
+using namespace std::chrono_literals;
+
+enum class Kind { kShm, kTcp };
+
+std::string kindName(const testing::TestParamInfo<Kind>& info) { return info.param == Kind::kShm ? "shm" : "tcp"; }
+
+uint64_t randomU64() {
+  static std::mt19937_64 gen(std::random_device{}());
+  return gen();
+}
+
+// Deterministic content of message `seq` on lane (src -> dst, lane), so receivers can verify
+// both the bytes and the order.
+uint8_t patternByte(int src, int dst, int lane, uint64_t seq, size_t i) {
+  return static_cast<uint8_t>(seq * 131 + i * 7 + (i >> 9) + src * 17 + dst * 29 + lane * 3);
+}
+
+void fillPattern(void* slot, size_t n, int src, int dst, int lane, uint64_t seq) {
+  auto* p = static_cast<uint8_t*>(slot);
+  for (size_t i = 0; i < n; ++i) p[i] = patternByte(src, dst, lane, seq, i);
+}
+
+bool checkPattern(const void* data, size_t n, int src, int dst, int lane, uint64_t seq) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  for (size_t i = 0; i < n; ++i) {
+    if (p[i] != patternByte(src, dst, lane, seq, i)) return false;
+  }
+  return true;
+}
+
+// Number of /dev/shm entries left behind by the communicator `commHash`.
+int shmLeftovers(uint64_t commHash) {
+  char prefix[64];
+  snprintf(prefix, sizeof(prefix), "mixccl-%016" PRIx64, commHash);
+  int count = 0;
+  if (DIR* d = opendir("/dev/shm")) {
+    while (dirent* e = readdir(d)) {
+      if (strncmp(e->d_name, prefix, strlen(prefix)) == 0) ++count;
+    }
+    closedir(d);
+  }
+  return count;
+}
+
+// Calls fn until it returns something other than kInProgress, or the deadline passes
+// (then kInProgress is returned).
+Result waitFor(const std::function<Result()>& fn, std::chrono::milliseconds limit = 20s) {
+  auto end = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    Result r = fn();
+    if (r != Result::kInProgress || std::chrono::steady_clock::now() > end) return r;
+  }
+}
+
+struct Rank {
+  TransportContext ctx;
+  std::unique_ptr<Transport> transport;
+};
+
+class TransportTest : public testing::TestWithParam<Kind> {
+ protected:
+  void SetUp() override {
+    commHash_ = randomU64();
+    for (auto& b : secret_) b = static_cast<uint8_t>(randomU64());
+  }
+
+  void TearDown() override {
+    ranks_.clear();
+    EXPECT_EQ(shmLeftovers(commHash_), 0) << "segments of this communicator remain in /dev/shm";
+  }
+
+  // Creates n ranks of the transport under test and exchanges their blobs.
+  void makeRanks(int n, int depth, size_t slotBytes) {
+    ranks_.clear();
+    ranks_.resize(n);
+    std::vector<TransportPeer> peers(n);
+    for (int r = 0; r < n; ++r) {
+      TransportContext& c = ranks_[r].ctx;
+      c.rank = r;
+      c.nranks = n;
+      c.commHash = commHash_;
+      memcpy(c.secret, secret_, sizeof(secret_));
+      c.slotBytes = slotBytes;
+      c.fifoDepth = depth;
+      c.abortFlag = &abort_;
+      ranks_[r].transport = GetParam() == Kind::kShm ? makeShmTransport(c) : makeTcpTransport(c);
+      ASSERT_EQ(ranks_[r].transport->listen(&peers[r].blob), Result::kSuccess) << lastError();
+      ASSERT_LE(peers[r].blob.size(), Transport::kMaxBlobBytes);
+      peers[r].rank = r;
+      peers[r].hostHash = 0x1234;
+      peers[r].pid = getpid();
+      peers[r].host = "localhost";
+    }
+    for (int r = 0; r < n; ++r) {
+      ASSERT_EQ(ranks_[r].transport->setPeers(peers), Result::kSuccess) << lastError();
+      for (int p = 0; p < n; ++p) ASSERT_GT(ranks_[r].transport->canConnect(p), 0);
+    }
+    peers_ = peers;
+  }
+
+  Transport& t(int rank) { return *ranks_[rank].transport; }
+
+  uint64_t commHash_ = 0;
+  uint8_t secret_[16] = {};
+  std::atomic<bool> abort_{false};
+  std::vector<Rank> ranks_;
+  std::vector<TransportPeer> peers_;
+};
+
+// One ordered message stream (src -> dst on a lane) driven without blocking.
+struct Stream {
+  Stream(int s, int d, int l) : src(s), dst(d), lane(l) {}
+  int src, dst, lane;
+  std::unique_ptr<SendConnection> send;
+  std::unique_ptr<RecvConnection> recv;
+  std::vector<size_t> sizes;
+  uint64_t sent = 0, received = 0;
+  bool flushed = false;
+
+  // One non-blocking step of each end; returns the first hard error.
+  Result step() {
+    if (send && sent < sizes.size()) {
+      void* slot = nullptr;
+      Result r = send->acquire(&slot);
+      if (r == Result::kSuccess) {
+        fillPattern(slot, sizes[sent], src, dst, lane, sent);
+        MIXCCL_TRY(send->commit(sizes[sent]));
+        ++sent;
+      } else if (r != Result::kInProgress) {
+        return r;
+      }
+    } else if (send && !flushed) {
+      Result r = send->flush();
+      if (r == Result::kSuccess) flushed = true;
+      if (r != Result::kSuccess && r != Result::kInProgress) return r;
+    }
+    if (recv && received < sizes.size()) {
+      const void* data = nullptr;
+      size_t bytes = 0;
+      Result r = recv->peek(&data, &bytes);
+      if (r == Result::kSuccess) {
+        if (bytes != sizes[received] || !checkPattern(data, bytes, src, dst, lane, received)) {
+          return fail(Result::kInternalError, "stream %d->%d lane %d: message %" PRIu64 " wrong (%zu bytes, want %zu)",
+                      src, dst, lane, received, bytes, sizes[received]);
+        }
+        MIXCCL_TRY(recv->release());
+        ++received;
+      } else if (r != Result::kInProgress) {
+        return r;
+      }
+    }
+    return Result::kSuccess;
+  }
+  bool done() const { return received == sizes.size() && (!send || flushed); }
+};
+
+std::vector<size_t> mixedSizes(size_t count, size_t slotBytes) {
+  std::vector<size_t> sizes(count);
+  std::mt19937_64 gen(randomU64());
+  for (size_t i = 0; i < count; ++i) {
+    switch (i % 5) {
+      case 0:
+        sizes[i] = 0;
+        break;
+      case 1:
+        sizes[i] = 1;
+        break;
+      case 2:
+        sizes[i] = slotBytes;
+        break;
+      default:
+        sizes[i] = gen() % (slotBytes + 1);
+        break;
+    }
+  }
+  return sizes;
+}
+
+// Drives all streams (and the transports' progress) from this thread until done.
+void runStreams(std::vector<Stream>& streams, const std::vector<Transport*>& transports) {
+  auto end = std::chrono::steady_clock::now() + 60s;
+  for (;;) {
+    bool all = true;
+    for (Transport* t : transports) ASSERT_EQ(t->progress(), Result::kSuccess) << lastError();
+    for (Stream& s : streams) {
+      ASSERT_EQ(s.step(), Result::kSuccess) << lastError();
+      all = all && s.done();
+    }
+    if (all) return;
+    ASSERT_LT(std::chrono::steady_clock::now(), end) << "streams stalled";
+  }
+}
+
+TEST_P(TransportTest, ManySizesBothDirectionsBothLanesDepth1And8) {
+  for (int depth : {1, 8}) {
+    SCOPED_TRACE("depth " + std::to_string(depth));
+    const size_t slotBytes = 64 << 10;
+    makeRanks(2, depth, slotBytes);
+    std::vector<Stream> streams;
+    for (int src = 0; src < 2; ++src) {
+      for (int lane = 0; lane < kNumLanes; ++lane) {
+        Stream s{src, 1 - src, lane};
+        ASSERT_EQ(t(s.dst).connectRecv(src, lane, &s.recv), Result::kSuccess) << lastError();
+        ASSERT_EQ(t(src).connectSend(s.dst, lane, &s.send), Result::kSuccess) << lastError();
+        s.sizes = mixedSizes(300, slotBytes);
+        streams.push_back(std::move(s));
+      }
+    }
+    runStreams(streams, {&t(0), &t(1)});
+    streams.clear();
+  }
+}
+
+TEST_P(TransportTest, ReceiverCreatedAfterSender) {
+  makeRanks(2, 2, 4096);
+  Stream s{0, 1, kLaneP2p};
+  ASSERT_EQ(t(0).connectSend(1, kLaneP2p, &s.send), Result::kSuccess);
+  s.sizes = mixedSizes(50, 4096);
+  // The sender polls for a while with nobody on the other side: it must neither block nor fail.
+  for (int i = 0; i < 1000; ++i) ASSERT_EQ(s.step(), Result::kSuccess) << lastError();
+  ASSERT_EQ(t(1).connectRecv(0, kLaneP2p, &s.recv), Result::kSuccess) << lastError();
+  std::vector<Stream> streams;
+  streams.push_back(std::move(s));
+  runStreams(streams, {&t(0), &t(1)});
+}
+
+TEST_P(TransportTest, LanesAreIndependent) {
+  makeRanks(2, 1, 1024);
+  Stream coll{0, 1, kLaneColl}, p2p{0, 1, kLaneP2p};
+  for (Stream* s : {&coll, &p2p}) {
+    ASSERT_EQ(t(1).connectRecv(0, s->lane, &s->recv), Result::kSuccess);
+    ASSERT_EQ(t(0).connectSend(1, s->lane, &s->send), Result::kSuccess);
+  }
+  // One message on the collective lane that nobody consumes yet...
+  void* slot = nullptr;
+  ASSERT_EQ(waitFor([&] { return coll.send->acquire(&slot); }), Result::kSuccess) << lastError();
+  fillPattern(slot, 1024, 0, 1, kLaneColl, 0);
+  ASSERT_EQ(coll.send->commit(1024), Result::kSuccess);
+  // ...does not hold up many messages on the p2p lane.
+  p2p.sizes = mixedSizes(100, 1024);
+  std::vector<Stream> streams;
+  streams.push_back(std::move(p2p));
+  runStreams(streams, {&t(0), &t(1)});
+  const void* data = nullptr;
+  size_t bytes = 0;
+  ASSERT_EQ(waitFor([&] { return coll.recv->peek(&data, &bytes); }), Result::kSuccess) << lastError();
+  EXPECT_EQ(bytes, 1024u);
+  EXPECT_TRUE(checkPattern(data, bytes, 0, 1, kLaneColl, 0));
+  EXPECT_EQ(coll.recv->release(), Result::kSuccess);
+  ASSERT_EQ(waitFor([&] { return coll.send->flush(); }), Result::kSuccess);
+}
+
+// Four ranks as threads, each with its own transport, all-to-all on both lanes.
+TEST_P(TransportTest, FourRanksAllToAllThreads) {
+  const int n = 4;
+  const size_t slotBytes = 16 << 10;
+  makeRanks(n, 4, slotBytes);
+  std::vector<std::vector<size_t>> sizes(n * n * kNumLanes);
+  for (auto& s : sizes) s = mixedSizes(200, slotBytes);
+  std::vector<std::string> errors(n);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      std::vector<Stream> streams;
+      for (int p = 0; p < n; ++p) {
+        if (p == r) continue;
+        for (int lane = 0; lane < kNumLanes; ++lane) {
+          Stream out{r, p, lane}, in{p, r, lane};
+          if (t(r).connectSend(p, lane, &out.send) != Result::kSuccess ||
+              t(r).connectRecv(p, lane, &in.recv) != Result::kSuccess) {
+            errors[r] = lastError();
+            return;
+          }
+          out.sizes = sizes[(r * n + p) * kNumLanes + lane];
+          out.received = out.sizes.size();  // this thread only sends on `out`
+          in.sizes = sizes[(p * n + r) * kNumLanes + lane];
+          in.flushed = true;
+          streams.push_back(std::move(out));
+          streams.push_back(std::move(in));
+        }
+      }
+      auto end = std::chrono::steady_clock::now() + 60s;
+      for (;;) {
+        bool all = true;
+        if (t(r).progress() != Result::kSuccess) {
+          errors[r] = lastError();
+          return;
+        }
+        for (Stream& s : streams) {
+          if (s.step() != Result::kSuccess) {
+            errors[r] = lastError();
+            return;
+          }
+          all = all && s.done();
+        }
+        if (all) break;
+        if (std::chrono::steady_clock::now() > end) {
+          errors[r] = "stalled";
+          return;
+        }
+      }
+      // Keep the senders alive until everyone is done: a TCP receiver may still be draining.
+      streams.clear();
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int r = 0; r < n; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
+}
+
+TEST_P(TransportTest, UnconnectedEndsLeaveNothingBehind) {
+  makeRanks(2, 8, 1 << 16);
+  std::unique_ptr<RecvConnection> recv;
+  std::unique_ptr<SendConnection> send;
+  ASSERT_EQ(t(1).connectRecv(0, kLaneColl, &recv), Result::kSuccess);
+  ASSERT_EQ(t(0).connectSend(1, kLaneP2p, &send), Result::kSuccess);
+  const void* data;
+  size_t bytes;
+  EXPECT_EQ(recv->peek(&data, &bytes), Result::kInProgress);
+  recv.reset();
+  send.reset();
+  EXPECT_EQ(shmLeftovers(commHash_), 0);
+}
+
+// --- peer death: a forked process plays rank 1 and is killed ----------------------------------
+
+// Waits up to 10 s for one byte from the child.
+bool waitChild(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  if (poll(&p, 1, 10000) != 1) return false;
+  char c;
+  return read(fd, &c, 1) == 1;
+}
+
+TEST_P(TransportTest, KilledSenderIsReported) {
+  makeRanks(2, 4, 4096);
+  int pipefd[2];
+  ASSERT_EQ(pipe(pipefd), 0);
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // Rank 1: send 10 messages to rank 0, say so, then wait to be killed.
+    Stream s{1, 0, kLaneColl};
+    s.sizes.assign(10, 1000);
+    s.received = s.sizes.size();
+    if (t(1).connectSend(0, kLaneColl, &s.send) != Result::kSuccess) _exit(2);
+    auto end = std::chrono::steady_clock::now() + 10s;
+    while (!s.done()) {
+      if (s.step() != Result::kSuccess || std::chrono::steady_clock::now() > end) _exit(3);
+    }
+    if (write(pipefd[1], "x", 1) != 1) _exit(4);
+    for (;;) pause();
+  }
+  ranks_[1].transport.reset();  // the child owns rank 1 now
+  Stream s{1, 0, kLaneColl};
+  s.sizes.assign(10, 1000);
+  s.flushed = true;
+  ASSERT_EQ(t(0).connectRecv(1, kLaneColl, &s.recv), Result::kSuccess);
+  auto end = std::chrono::steady_clock::now() + 10s;
+  while (!s.done() && std::chrono::steady_clock::now() < end) ASSERT_EQ(s.step(), Result::kSuccess) << lastError();
+  ASSERT_TRUE(s.done());
+  ASSERT_TRUE(waitChild(pipefd[0]));
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  auto killed = std::chrono::steady_clock::now();
+  const void* data;
+  size_t bytes;
+  Result r = waitFor([&] { return s.recv->peek(&data, &bytes); }, 10s);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+  EXPECT_EQ(r, Result::kRemoteError) << lastError();
+  EXPECT_LT(seconds, 3.0);
+  EXPECT_NE(lastError().find("rank 1"), std::string::npos) << lastError();
+  close(pipefd[0]);
+  close(pipefd[1]);
+}
+
+TEST_P(TransportTest, KilledReceiverIsReported) {
+  makeRanks(2, 4, 4096);
+  int pipefd[2];
+  ASSERT_EQ(pipe(pipefd), 0);
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // Rank 1: receive 10 messages from rank 0, say so, then stop consuming and wait.
+    Stream s{0, 1, kLaneColl};
+    s.sizes.assign(10, 1000);
+    s.flushed = true;
+    if (t(1).connectRecv(0, kLaneColl, &s.recv) != Result::kSuccess) _exit(2);
+    auto end = std::chrono::steady_clock::now() + 10s;
+    while (!s.done()) {
+      if (t(1).progress() != Result::kSuccess || s.step() != Result::kSuccess ||
+          std::chrono::steady_clock::now() > end) {
+        _exit(3);
+      }
+    }
+    if (write(pipefd[1], "x", 1) != 1) _exit(4);
+    for (;;) pause();
+  }
+  ranks_[1].transport.reset();
+  Stream s{0, 1, kLaneColl};
+  s.sizes.assign(10, 1000);
+  s.received = s.sizes.size();
+  ASSERT_EQ(t(0).connectSend(1, kLaneColl, &s.send), Result::kSuccess);
+  auto end = std::chrono::steady_clock::now() + 10s;
+  while (!s.done() && std::chrono::steady_clock::now() < end) ASSERT_EQ(s.step(), Result::kSuccess) << lastError();
+  ASSERT_TRUE(s.done());
+  ASSERT_TRUE(waitChild(pipefd[0]));
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  auto killed = std::chrono::steady_clock::now();
+  // Keep sending: shm notices through the pid check once the ring is full, TCP through a reset.
+  Result r = waitFor(
+      [&]() -> Result {
+        void* slot;
+        Result a = s.send->acquire(&slot);
+        if (a != Result::kSuccess) return a;
+        Result c = s.send->commit(4096);
+        return c == Result::kSuccess ? Result::kInProgress : c;
+      },
+      10s);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+  EXPECT_EQ(r, Result::kRemoteError) << lastError();
+  EXPECT_LT(seconds, 3.0);
+  EXPECT_NE(lastError().find("rank 1"), std::string::npos) << lastError();
+  close(pipefd[0]);
+  close(pipefd[1]);
+}
+
+INSTANTIATE_TEST_SUITE_P(All, TransportTest, testing::Values(Kind::kShm, Kind::kTcp), kindName);
+
+// --- TCP only: the listener must shrug off strangers ------------------------------------------
+
+class TcpTest : public TransportTest {
+ protected:
+  // Connects a raw socket to rank `r`'s listener.
+  Socket connectRaw(int r) {
+    SocketAddress addr;
+    EXPECT_EQ(SocketAddress::decode(peers_[r].blob.data(), &addr), Result::kSuccess);
+    Socket s;
+    EXPECT_EQ(Socket::connect(addr, Clock::now() + 5s, nullptr, &s), Result::kSuccess) << lastError();
+    return s;
+  }
+  std::vector<uint8_t> hello(const uint8_t* secret, uint32_t src, uint32_t dst, uint32_t lane) {
+    TcpHello h;
+    h.commHash = commHash_;
+    memcpy(h.secret, secret, sizeof(h.secret));
+    h.src = src;
+    h.dst = dst;
+    h.lane = lane;
+    std::vector<uint8_t> out(kTcpHelloBytes);
+    encodeHello(h, out.data());
+    return out;
+  }
+  void sendRaw(Socket& s, const std::vector<uint8_t>& bytes) {
+    ASSERT_EQ(s.sendAll(bytes.data(), bytes.size(), Clock::now() + 5s, nullptr, "test"), Result::kSuccess);
+  }
+  // True once rank `r` closed the raw socket (the test drives r's progress meanwhile).
+  bool closedByPeer(Socket& s, int r) {
+    auto end = std::chrono::steady_clock::now() + 5s;
+    while (std::chrono::steady_clock::now() < end) {
+      EXPECT_EQ(t(r).progress(), Result::kSuccess);
+      char c;
+      ssize_t n = ::recv(s.fd(), &c, 1, MSG_DONTWAIT);
+      if (n == 0 || (n < 0 && errno == ECONNRESET)) return true;
+    }
+    return false;
+  }
+};
+
+TEST_P(TcpTest, StrangersAreRejectedWhileRealTrafficFlows) {
+  makeRanks(2, 4, 4096);
+  uint8_t wrongSecret[16];
+  memcpy(wrongSecret, secret_, 16);
+  wrongSecret[5] ^= 1;
+  Socket bad = connectRaw(0);
+  sendRaw(bad, hello(wrongSecret, 1, 0, kLaneColl));
+  Socket garbage = connectRaw(0);
+  std::vector<uint8_t> junk(kTcpHelloBytes + 100);
+  for (auto& b : junk) b = static_cast<uint8_t>(randomU64());
+  sendRaw(garbage, junk);
+  Socket wrongRank = connectRaw(0);
+  sendRaw(wrongRank, hello(secret_, 1, 1, kLaneColl));
+  EXPECT_TRUE(closedByPeer(bad, 0));
+  EXPECT_TRUE(closedByPeer(garbage, 0));
+  EXPECT_TRUE(closedByPeer(wrongRank, 0));
+
+  std::vector<Stream> streams;
+  for (int lane = 0; lane < kNumLanes; ++lane) {
+    Stream s{1, 0, lane};
+    ASSERT_EQ(t(0).connectRecv(1, lane, &s.recv), Result::kSuccess);
+    ASSERT_EQ(t(1).connectSend(0, lane, &s.send), Result::kSuccess);
+    s.sizes = mixedSizes(100, 4096);
+    streams.push_back(std::move(s));
+  }
+  runStreams(streams, {&t(0), &t(1)});
+  // A second connection claiming an already connected lane is refused too.
+  Socket dup = connectRaw(0);
+  sendRaw(dup, hello(secret_, 1, 0, kLaneColl));
+  EXPECT_TRUE(closedByPeer(dup, 0));
+}
+
+TEST_P(TcpTest, OversizedFrameFailsTheLane) {
+  makeRanks(2, 4, 4096);
+  std::unique_ptr<RecvConnection> recv;
+  ASSERT_EQ(t(0).connectRecv(1, kLaneP2p, &recv), Result::kSuccess);
+  Socket s = connectRaw(0);
+  std::vector<uint8_t> bytes = hello(secret_, 1, 0, kLaneP2p);
+  uint64_t len = 4097;
+  for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<uint8_t>(len >> (8 * i)));
+  sendRaw(s, bytes);
+  const void* data;
+  size_t n;
+  EXPECT_EQ(waitFor([&] { return recv->peek(&data, &n); }, 5s), Result::kRemoteError);
+  EXPECT_NE(lastError().find("4097"), std::string::npos) << lastError();
+}
+
+TEST_P(TcpTest, ClosedSenderIsReportedAfterItsLastMessage) {
+  makeRanks(2, 8, 4096);
+  Stream s{0, 1, kLaneColl};
+  ASSERT_EQ(t(1).connectRecv(0, kLaneColl, &s.recv), Result::kSuccess);
+  ASSERT_EQ(t(0).connectSend(1, kLaneColl, &s.send), Result::kSuccess);
+  s.sizes = mixedSizes(5, 4096);
+  // Send and flush everything, then close the sender before the receiver read anything.
+  while (!s.flushed) {
+    std::unique_ptr<RecvConnection> keep = std::move(s.recv);
+    ASSERT_EQ(s.step(), Result::kSuccess) << lastError();
+    s.recv = std::move(keep);
+    ASSERT_EQ(t(1).progress(), Result::kSuccess);
+  }
+  s.send.reset();
+  s.flushed = true;
+  std::vector<Stream> streams;
+  streams.push_back(std::move(s));
+  runStreams(streams, {&t(1)});
+  const void* data;
+  size_t n;
+  EXPECT_EQ(waitFor([&] { return streams[0].recv->peek(&data, &n); }, 5s), Result::kRemoteError);
+  EXPECT_NE(lastError().find("rank 0"), std::string::npos) << lastError();
+}
+
+INSTANTIATE_TEST_SUITE_P(Tcp, TcpTest, testing::Values(Kind::kTcp), kindName);
+
+}  // namespace
+}  // namespace mixccl

@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+#include "transports/shm/shm_segment.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cinttypes>
+#include <cstring>
+#include <new>
+
+namespace mixccl {
+
+std::string shmLaneName(uint64_t commHash, int src, int dst, int lane) {
+  char name[96];
+  snprintf(name, sizeof(name), "/mixccl-%016" PRIx64 "-%d-%d-%d", commHash, src, dst, lane);
+  return name;
+}
+
+ShmMapping::~ShmMapping() {
+  if (base_ != nullptr) munmap(base_, bytes_);
+}
+
+ShmMapping::ShmMapping(ShmMapping&& o) noexcept : base_(o.base_), bytes_(o.bytes_) {
+  o.base_ = nullptr;
+  o.bytes_ = 0;
+}
+
+ShmMapping& ShmMapping::operator=(ShmMapping&& o) noexcept {
+  if (this != &o) {
+    if (base_ != nullptr) munmap(base_, bytes_);
+    base_ = o.base_;
+    bytes_ = o.bytes_;
+    o.base_ = nullptr;
+    o.bytes_ = 0;
+  }
+  return *this;
+}
+
+Result ShmMapping::create(const std::string& name, uint32_t depth, size_t slotBytes, int srcRank, ShmMapping* out) {
+  size_t total = shmTotalBytes(depth, slotBytes);
+  int fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+  if (fd < 0) {
+    int err = errno;
+    return fail(Result::kSystemError, "shm: cannot create segment /dev/shm%s for the lane from rank %d: %s%s",
+                name.c_str(), srcRank, strerror(err),
+                err == EEXIST ? " (a stale segment of the same communicator hash exists; remove it)"
+                              : " (check that /dev/shm is mounted and writable, or set NCCL_SHM_DISABLE=1)");
+  }
+  // From here on the name exists; every failure path removes it again.
+  auto cleanup = [&](int err, const char* what) {
+    close(fd);
+    shm_unlink(name.c_str());
+    return fail(Result::kSystemError, "shm: %s of segment /dev/shm%s (%zu bytes, lane from rank %d) failed: %s%s", what,
+                name.c_str(), total, srcRank, strerror(err),
+                err == ENOSPC || err == ENOMEM
+                    ? ". /dev/shm is too small: enlarge it (docker: --shm-size), lower MIXCCL_CHUNK_SIZE or "
+                      "MIXCCL_FIFO_DEPTH, or set NCCL_SHM_DISABLE=1"
+                    : "");
+  };
+  if (ftruncate(fd, static_cast<off_t>(total)) != 0) return cleanup(errno, "ftruncate");
+  // Reserve the pages now: tmpfs allocates lazily, and running out of it later would kill the
+  // process with SIGBUS in the middle of a collective instead of failing init cleanly.
+  int rc = posix_fallocate(fd, 0, static_cast<off_t>(total));
+  if (rc != 0 && rc != EOPNOTSUPP && rc != EINVAL) return cleanup(rc, "posix_fallocate");
+  void* base = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (base == MAP_FAILED) return cleanup(errno, "mmap");
+  close(fd);
+
+  ShmMapping m;
+  m.base_ = base;
+  m.bytes_ = total;
+  // The pages are zero, which is a valid value of every field; placement-new makes the atomics
+  // proper objects in this process. The magic goes last, with release (see the layout comment).
+  ShmHeader* h = new (base) ShmHeader{};
+  h->version = kShmVersion;
+  h->slotCount = depth;
+  h->slotBytes = slotBytes;
+  h->totalBytes = total;
+  h->receiverPid = static_cast<int32_t>(getpid());
+  h->srcRank = srcRank;
+  new (m.head()) std::atomic<uint64_t>(0);
+  new (m.tail()) std::atomic<uint64_t>(0);
+  h->magic.store(kShmMagic, std::memory_order_release);
+  *out = std::move(m);
+  return Result::kSuccess;
+}
+
+Result ShmMapping::open(const std::string& name, size_t expectedBytes, ShmMapping* out) {
+  int fd = shm_open(name.c_str(), O_RDWR, 0600);
+  if (fd < 0) {
+    if (errno == ENOENT) return Result::kInProgress;  // the receiver has not created it yet
+    return fail(Result::kSystemError, "shm: cannot open segment /dev/shm%s: %s (set NCCL_SHM_DISABLE=1 to use TCP)",
+                name.c_str(), strerror(errno));
+  }
+  struct stat st {};
+  if (fstat(fd, &st) != 0) {
+    int err = errno;
+    close(fd);
+    return fail(Result::kSystemError, "shm: fstat of /dev/shm%s failed: %s", name.c_str(), strerror(err));
+  }
+  if (static_cast<size_t>(st.st_size) < expectedBytes) {
+    // Created but not yet sized: the receiver is between shm_open and ftruncate. Retry later.
+    close(fd);
+    if (st.st_size == 0) return Result::kInProgress;
+    return fail(Result::kInternalError,
+                "shm: segment /dev/shm%s has %lld bytes, expected %zu: ranks disagree on MIXCCL_CHUNK_SIZE or "
+                "MIXCCL_FIFO_DEPTH; set them identically on every rank",
+                name.c_str(), static_cast<long long>(st.st_size), expectedBytes);
+  }
+  void* base = mmap(nullptr, expectedBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  int err = errno;
+  close(fd);
+  if (base == MAP_FAILED) {
+    return fail(Result::kSystemError, "shm: mmap of /dev/shm%s (%zu bytes) failed: %s", name.c_str(), expectedBytes,
+                strerror(err));
+  }
+  ShmMapping m;
+  m.base_ = base;
+  m.bytes_ = expectedBytes;
+  *out = std::move(m);
+  return Result::kSuccess;
+}
+
+}  // namespace mixccl

@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+#pragma once
+
+// Layout and lifetime of one shared-memory lane (a POSIX shm segment, one per one-way lane).
+//
+//   offset 0            ShmHeader        written once by the receiver; `magic` is stored last
+//                                        (release), so a sender that reads the magic (acquire)
+//                                        sees every other header field.
+//   kHeadOffset         head  (u64)      messages committed by the sender; only the sender writes
+//   kTailOffset         tail  (u64)      messages released by the receiver; only the receiver writes
+//   kSizesOffset        sizes[depth]     byte count of each slot's message (u64 each)
+//   slotsOffset(depth)  slots            depth x slotBytes, each slot page aligned
+//
+// head and tail sit on separate 128-byte blocks (two cache lines, against adjacent-line
+// prefetch) so the producer and the consumer never write the same line. The ring invariant is
+// tail <= head <= tail + depth; slot i % depth holds message i. The sender writes the payload and
+// sizes[i % depth], then stores head = i + 1 with release; the receiver loads head with acquire
+// before it reads either. Symmetrically, the receiver's release store of tail hands the slot
+// back and the sender's acquire load of tail makes reuse safe.
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "src/common/result.h"
+
+namespace mixccl {
+
+constexpr uint64_t kShmMagic = 0x314e414c4d48534dull;  // "MSHMLAN1" little-endian
+constexpr uint32_t kShmVersion = 1;
+
+struct ShmHeader {
+  std::atomic<uint64_t> magic;     // kShmMagic once the receiver finished initialising
+  uint32_t version;                // kShmVersion
+  uint32_t slotCount;              // fifo depth
+  uint64_t slotBytes;              // payload bytes per slot
+  uint64_t totalBytes;             // size of the whole segment
+  int32_t receiverPid;             // creator
+  int32_t srcRank;                 // sender rank, for messages
+  std::atomic<int32_t> senderPid;  // written by the sender when it maps
+  std::atomic<uint32_t> mapped;    // 1 once the sender mapped (and unlinked) the segment
+};
+static_assert(std::atomic<uint64_t>::is_always_lock_free, "shm counters must be lock-free across processes");
+static_assert(sizeof(ShmHeader) <= 128, "header must fit before the head counter");
+
+constexpr size_t kShmLine = 128;
+constexpr size_t kHeadOffset = kShmLine;
+constexpr size_t kTailOffset = 2 * kShmLine;
+constexpr size_t kSizesOffset = 3 * kShmLine;
+constexpr size_t kShmPage = 4096;
+
+inline size_t alignUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
+inline size_t shmSlotsOffset(uint32_t depth) { return alignUp(kSizesOffset + depth * sizeof(uint64_t), kShmPage); }
+inline size_t shmSlotStride(size_t slotBytes) { return alignUp(slotBytes == 0 ? 1 : slotBytes, kShmPage); }
+inline size_t shmTotalBytes(uint32_t depth, size_t slotBytes) {
+  return shmSlotsOffset(depth) + depth * shmSlotStride(slotBytes);
+}
+
+// "/mixccl-<commHash>-<src>-<dst>-<lane>": both ends derive it, so no name is exchanged.
+std::string shmLaneName(uint64_t commHash, int src, int dst, int lane);
+
+// A mapping of one lane segment with typed accessors. Move-only; unmaps on destruction.
+class ShmMapping {
+ public:
+  ShmMapping() = default;
+  ~ShmMapping();
+  ShmMapping(ShmMapping&& o) noexcept;
+  ShmMapping& operator=(ShmMapping&& o) noexcept;
+  ShmMapping(const ShmMapping&) = delete;
+  ShmMapping& operator=(const ShmMapping&) = delete;
+
+  // Receiver: creates, sizes (with reserved pages, so a full /dev/shm is an error here and not a
+  // SIGBUS later) and initialises the segment. Fails if the name exists.
+  static Result create(const std::string& name, uint32_t depth, size_t slotBytes, int srcRank, ShmMapping* out);
+  // Sender: opens an existing segment. kInProgress while it does not exist yet or is still being
+  // sized by the receiver; the header may still be uninitialised (check ready()).
+  static Result open(const std::string& name, size_t expectedBytes, ShmMapping* out);
+
+  bool valid() const { return base_ != nullptr; }
+  bool ready() const { return header()->magic.load(std::memory_order_acquire) == kShmMagic; }
+  ShmHeader* header() const { return static_cast<ShmHeader*>(base_); }
+  std::atomic<uint64_t>* head() const { return reinterpret_cast<std::atomic<uint64_t>*>(at(kHeadOffset)); }
+  std::atomic<uint64_t>* tail() const { return reinterpret_cast<std::atomic<uint64_t>*>(at(kTailOffset)); }
+  uint64_t* sizes() const { return reinterpret_cast<uint64_t*>(at(kSizesOffset)); }
+  uint8_t* slot(uint32_t depth, size_t slotBytes, uint64_t index) const {
+    return at(shmSlotsOffset(depth) + index * shmSlotStride(slotBytes));
+  }
+
+ private:
+  uint8_t* at(size_t offset) const { return static_cast<uint8_t*>(base_) + offset; }
+  void* base_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+}  // namespace mixccl

@@ -1,0 +1,283 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+
+// Shared-memory transport: ranks on one host exchange messages through a ring of slots in a
+// POSIX shm segment per one-way lane (layout and memory ordering: shm_segment.h).
+//
+// Set-up needs no exchange beyond the peer table: the segment name follows from (commHash, src,
+// dst, lane). The receiver creates and initialises the segment inside connectRecv(); the sender
+// opens it from acquire() once it exists (kInProgress until then), maps it, marks it mapped and
+// unlinks the name at once, so after set-up /dev/shm holds nothing that a crash could leave
+// behind. Until then both destructors unlink the name too (ENOENT ignored), covering a peer that
+// died before the other end mapped.
+//
+// The data path makes no system calls: acquire/commit/peek/release are loads and stores on the
+// shared counters. A waiting side (ring full, ring empty, segment not there yet) checks every
+// ~100 ms that the peer process still exists (PeerWatch), since shared memory has no EOF.
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+
+#include "src/common/config.h"
+#include "src/common/log.h"
+#include "transports/peer_watch.h"
+#include "transports/shm/shm_segment.h"
+#include "transports/transport.h"
+
+namespace mixccl {
+namespace {
+
+// What both ends know about the other side of a lane, for messages and liveness checks.
+struct ShmPeerInfo {
+  int rank = -1;
+  int32_t pid = 0;
+  std::string host;
+};
+
+Result peerDied(const char* role, const ShmPeerInfo& p, int lane) {
+  return fail(Result::kRemoteError,
+              "shm: rank %d (pid %d on host %s) died while this rank waited on it as %s of lane %d; the job cannot "
+              "continue, check that rank's log for the cause",
+              p.rank, p.pid, p.host.c_str(), role, lane);
+}
+
+class ShmSendConnection final : public SendConnection {
+ public:
+  ShmSendConnection(std::string name, const TransportContext& ctx, ShmPeerInfo peer, int lane)
+      : name_(std::move(name)),
+        depth_(static_cast<uint32_t>(ctx.fifoDepth)),
+        slotBytes_(ctx.slotBytes),
+        peer_(std::move(peer)),
+        lane_(lane),
+        watch_(peer_.pid) {}
+
+  ~ShmSendConnection() override {
+    // Before mapping, the receiver may have created the segment and then died; remove the name.
+    if (!ready_) shm_unlink(name_.c_str());
+  }
+
+  Result acquire(void** slot) override {
+    if (!ready_) MIXCCL_TRY(setUp());
+    if (head_ - cachedTail_ >= depth_) {
+      cachedTail_ = map_.tail()->load(std::memory_order_acquire);
+      if (head_ - cachedTail_ >= depth_) return waitIdle();
+    }
+    watch_.progressed();
+    *slot = map_.slot(depth_, slotBytes_, head_ % depth_);
+    acquired_ = true;
+    return Result::kSuccess;
+  }
+
+  Result commit(size_t bytes) override {
+    if (!acquired_ || bytes > slotBytes_) {
+      return fail(Result::kInternalError, "shm: commit of %zu bytes to rank %d without a slot (or > %zu slot bytes)",
+                  bytes, peer_.rank, slotBytes_);
+    }
+    acquired_ = false;
+    map_.sizes()[head_ % depth_] = bytes;
+    ++head_;
+    // Publishes the payload and its size (release pairs with the receiver's acquire of head).
+    map_.head()->store(head_, std::memory_order_release);
+    return Result::kSuccess;
+  }
+
+  // A committed message already lives in shared memory: nothing is in flight on this side.
+  Result flush() override { return Result::kSuccess; }
+  size_t slotBytes() const override { return slotBytes_; }
+
+ private:
+  Result setUp() {
+    if (!map_.valid()) {
+      Result r = ShmMapping::open(name_, shmTotalBytes(depth_, slotBytes_), &map_);
+      if (r == Result::kInProgress) return waitIdle();
+      MIXCCL_TRY(r);
+    }
+    if (!map_.ready()) return waitIdle();
+    ShmHeader* h = map_.header();
+    if (h->version != kShmVersion || h->slotCount != depth_ || h->slotBytes != slotBytes_) {
+      return fail(Result::kInvalidUsage,
+                  "shm: lane to rank %d (host %s) has version %u, %u slots of %llu bytes; this rank expects version "
+                  "%u, %u slots of %zu bytes: set MIXCCL_CHUNK_SIZE and MIXCCL_FIFO_DEPTH identically everywhere",
+                  peer_.rank, peer_.host.c_str(), h->version, h->slotCount,
+                  static_cast<unsigned long long>(h->slotBytes), kShmVersion, depth_, slotBytes_);
+    }
+    // The creator's own view of its pid is the one that kill() can reach (same pid namespace as
+    // ours whenever /dev/shm is shared, which it is if we got here).
+    watch_.setPid(h->receiverPid);
+    peer_.pid = h->receiverPid;
+    h->senderPid.store(static_cast<int32_t>(getpid()), std::memory_order_relaxed);
+    h->mapped.store(1, std::memory_order_release);
+    shm_unlink(name_.c_str());  // both ends hold mappings now; the name has served its purpose
+    head_ = map_.head()->load(std::memory_order_relaxed);
+    cachedTail_ = map_.tail()->load(std::memory_order_acquire);
+    ready_ = true;
+    MIXCCL_INFO(log::kShm, "shm: lane %d to rank %d connected (%u slots of %zu bytes)", lane_, peer_.rank, depth_,
+                slotBytes_);
+    return Result::kSuccess;
+  }
+
+  Result waitIdle() {
+    if (!watch_.idle()) return peerDied("receiver", peer_, lane_);
+    return Result::kInProgress;
+  }
+
+  std::string name_;
+  uint32_t depth_;
+  size_t slotBytes_;
+  ShmPeerInfo peer_;
+  int lane_;
+  PeerWatch watch_;
+  ShmMapping map_;
+  bool ready_ = false;
+  bool acquired_ = false;
+  uint64_t head_ = 0;        // next message index to commit (mirrors the shared head)
+  uint64_t cachedTail_ = 0;  // last tail seen; re-read only when the ring looks full
+};
+
+class ShmRecvConnection final : public RecvConnection {
+ public:
+  ShmRecvConnection(std::string name, ShmMapping map, const TransportContext& ctx, ShmPeerInfo peer, int lane)
+      : name_(std::move(name)),
+        map_(std::move(map)),
+        depth_(static_cast<uint32_t>(ctx.fifoDepth)),
+        slotBytes_(ctx.slotBytes),
+        peer_(std::move(peer)),
+        lane_(lane),
+        watch_(peer_.pid) {}
+
+  ~ShmRecvConnection() override {
+    // Normally the sender unlinked the name when it mapped; if it never came, do it here.
+    if (!senderMapped_ && map_.header()->mapped.load(std::memory_order_acquire) == 0) shm_unlink(name_.c_str());
+  }
+
+  Result peek(const void** data, size_t* bytes) override {
+    if (tail_ == cachedHead_) {
+      cachedHead_ = map_.head()->load(std::memory_order_acquire);
+      if (tail_ == cachedHead_) return waitIdle();
+    }
+    watch_.progressed();
+    uint64_t idx = tail_ % depth_;
+    *data = map_.slot(depth_, slotBytes_, idx);
+    *bytes = map_.sizes()[idx];
+    if (*bytes > slotBytes_) {
+      return fail(Result::kRemoteError, "shm: rank %d (host %s) wrote a %zu-byte message into a %zu-byte slot",
+                  peer_.rank, peer_.host.c_str(), *bytes, slotBytes_);
+    }
+    return Result::kSuccess;
+  }
+
+  Result release() override {
+    if (tail_ == cachedHead_) {
+      return fail(Result::kInternalError, "shm: release on the lane from rank %d with no message peeked", peer_.rank);
+    }
+    ++tail_;
+    // Hands the slot back: our reads of it happen-before the sender's next write to it.
+    map_.tail()->store(tail_, std::memory_order_release);
+    return Result::kSuccess;
+  }
+
+ private:
+  Result waitIdle() {
+    if (!senderMapped_ && map_.header()->mapped.load(std::memory_order_acquire) != 0) {
+      // The sender is attached: from now on its pid in the header is the one to watch.
+      senderMapped_ = true;
+      int32_t pid = map_.header()->senderPid.load(std::memory_order_relaxed);
+      if (pid > 0) {
+        watch_.setPid(pid);
+        peer_.pid = pid;
+      }
+    }
+    if (!watch_.idle()) return peerDied("sender", peer_, lane_);
+    return Result::kInProgress;
+  }
+
+  std::string name_;
+  ShmMapping map_;
+  uint32_t depth_;
+  size_t slotBytes_;
+  ShmPeerInfo peer_;
+  int lane_;
+  PeerWatch watch_;
+  bool senderMapped_ = false;
+  uint64_t tail_ = 0;        // next message index to read (mirrors the shared tail)
+  uint64_t cachedHead_ = 0;  // last head seen; re-read only when the ring looks empty
+};
+
+class ShmTransport final : public Transport {
+ public:
+  explicit ShmTransport(const TransportContext& ctx) : ctx_(ctx) {}
+
+  const char* name() const override { return "shm"; }
+
+  // Nothing to publish: the segment names follow from the communicator hash and the ranks.
+  Result listen(std::vector<uint8_t>* blob) override {
+    blob->clear();
+    return Result::kSuccess;
+  }
+
+  Result setPeers(const std::vector<TransportPeer>& peers) override {
+    if (static_cast<int>(peers.size()) != ctx_.nranks) {
+      return fail(Result::kInternalError, "shm: setPeers got %zu peers for %d ranks", peers.size(), ctx_.nranks);
+    }
+    peers_ = peers;
+    return Result::kSuccess;
+  }
+
+  int canConnect(int peer) const override {
+    if (config::getBool(config::Knob::kShmDisable)) return 0;
+    if (peer < 0 || peer >= static_cast<int>(peers_.size()) || ctx_.rank >= static_cast<int>(peers_.size())) return 0;
+    return peers_[peer].hostHash == peers_[ctx_.rank].hostHash ? 10 : 0;
+  }
+
+  Result connectSend(int peer, int lane, std::unique_ptr<SendConnection>* out) override {
+    MIXCCL_TRY(checkArgs(peer, lane));
+    *out = std::make_unique<ShmSendConnection>(shmLaneName(ctx_.commHash, ctx_.rank, peer, lane), ctx_, peerInfo(peer),
+                                               lane);
+    return Result::kSuccess;
+  }
+
+  Result connectRecv(int peer, int lane, std::unique_ptr<RecvConnection>* out) override {
+    MIXCCL_TRY(checkArgs(peer, lane));
+    std::string name = shmLaneName(ctx_.commHash, peer, ctx_.rank, lane);
+    ShmMapping map;
+    MIXCCL_TRY(ShmMapping::create(name, static_cast<uint32_t>(ctx_.fifoDepth), ctx_.slotBytes, peer, &map));
+    *out = std::make_unique<ShmRecvConnection>(std::move(name), std::move(map), ctx_, peerInfo(peer), lane);
+    return Result::kSuccess;
+  }
+
+ private:
+  Result checkArgs(int peer, int lane) const {
+    if (peer < 0 || peer >= static_cast<int>(peers_.size()) || lane < 0 || lane >= kNumLanes) {
+      return fail(Result::kInternalError, "shm: connect to rank %d lane %d out of range (%zu peers known)", peer, lane,
+                  peers_.size());
+    }
+    if (ctx_.fifoDepth <= 0 || ctx_.slotBytes == 0) {
+      return fail(Result::kInvalidUsage,
+                  "shm: fifo depth %d / slot size %zu must be positive (MIXCCL_FIFO_DEPTH, "
+                  "MIXCCL_CHUNK_SIZE)",
+                  ctx_.fifoDepth, ctx_.slotBytes);
+    }
+    return Result::kSuccess;
+  }
+
+  ShmPeerInfo peerInfo(int peer) const {
+    ShmPeerInfo info;
+    info.rank = peer;
+    info.pid = peers_[peer].pid;
+    info.host = peers_[peer].host;
+    return info;
+  }
+
+  TransportContext ctx_;
+  std::vector<TransportPeer> peers_;
+};
+
+}  // namespace
+
+std::unique_ptr<Transport> makeShmTransport(const TransportContext& ctx) { return std::make_unique<ShmTransport>(ctx); }
+
+}  // namespace mixccl
