@@ -73,7 +73,9 @@ class Socket {
   static Result connect(const SocketAddress& addr, Deadline deadline, const std::atomic<bool>* abortFlag,
                         Socket* out);
 
-  // Non-blocking partial I/O: adds what moved to *done. kRemoteError on EOF/reset, naming `who`.
+  // Non-blocking partial I/O: moves as much of [data, data + bytes) as the kernel takes now and
+  // adds what moved to *done (so a caller resuming a transfer passes base + *done, total - *done).
+  // Moving nothing is kSuccess with *done unchanged. kRemoteError on EOF/reset, naming `who`.
   Result sendSome(const void* data, size_t bytes, size_t* done, const char* who);
   Result recvSome(void* data, size_t bytes, size_t* done, const char* who);
   // Moves all bytes or fails at the deadline / on abort. `who` names the peer in messages.

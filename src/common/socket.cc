@@ -1,0 +1,523 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+#include "src/common/socket.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netdb.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <thread>
+#include <vector>
+
+#include "src/common/config.h"
+#include "src/common/log.h"
+
+namespace mixccl {
+namespace {
+
+// Longest single sleep inside a blocking helper: the abort flag is looked at least this often.
+constexpr int kPollSliceMs = 100;
+
+bool aborted(const std::atomic<bool>* abortFlag) {
+  return abortFlag != nullptr && abortFlag->load(std::memory_order_acquire);
+}
+
+double secondsSince(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// Milliseconds to wait in one poll(): never past the deadline, never longer than one slice.
+int sliceMs(Deadline deadline) {
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+  if (left <= 0) return 0;
+  return static_cast<int>(std::min<int64_t>(left, kPollSliceMs));
+}
+
+void setNoDelay(int fd) {
+  int one = 1;
+  // Best effort: bootstrap messages are small and latency-bound; a failure only costs speed.
+  (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+// Parses NCCL_SOCKET_IFNAME: "" (default policy), "eth,ib" (prefixes), "^docker" (exclude
+// prefixes), "=eth0" (exact names), "^=eth0" (exclude exact names).
+struct IfFilter {
+  bool useDefault = true;
+  bool exclude = false;
+  bool exact = false;
+  std::vector<std::string> names;
+
+  static IfFilter parse(const std::string& spec) {
+    IfFilter f;
+    std::string s = spec;
+    if (s.empty()) return f;
+    f.useDefault = false;
+    if (!s.empty() && s[0] == '^') {
+      f.exclude = true;
+      s.erase(0, 1);
+    }
+    if (!s.empty() && s[0] == '=') {
+      f.exact = true;
+      s.erase(0, 1);
+    }
+    size_t pos = 0;
+    while (pos <= s.size()) {
+      size_t comma = s.find(',', pos);
+      if (comma == std::string::npos) comma = s.size();
+      if (comma > pos) f.names.push_back(s.substr(pos, comma - pos));
+      pos = comma + 1;
+    }
+    return f;
+  }
+
+  bool listed(const char* ifname) const {
+    for (const std::string& n : names) {
+      if (exact ? n == ifname : strncmp(ifname, n.c_str(), n.size()) == 0) return true;
+    }
+    return false;
+  }
+  bool accepts(const char* ifname) const { return exclude ? !listed(ifname) : listed(ifname); }
+};
+
+bool isLinkLocalV6(const sockaddr* sa) {
+  const auto* a6 = reinterpret_cast<const sockaddr_in6*>(sa);
+  return IN6_IS_ADDR_LINKLOCAL(&a6->sin6_addr);
+}
+
+void copyAddress(const sockaddr* sa, SocketAddress* out) {
+  *out = SocketAddress{};
+  out->length = sa->sa_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+  memcpy(&out->storage, sa, out->length);
+}
+
+}  // namespace
+
+Deadline defaultDeadline() {
+  int64_t seconds = config::getInt(config::Knob::kTimeout);
+  // A zero or negative timeout would make every wait fail at once; treat it as "one second".
+  if (seconds < 1) seconds = 1;
+  return Clock::now() + std::chrono::seconds(seconds);
+}
+
+uint16_t SocketAddress::port() const {
+  if (family() == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in*>(&storage)->sin_port);
+  if (family() == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6*>(&storage)->sin6_port);
+  return 0;
+}
+
+void SocketAddress::setPort(uint16_t port) {
+  if (family() == AF_INET) reinterpret_cast<sockaddr_in*>(&storage)->sin_port = htons(port);
+  if (family() == AF_INET6) reinterpret_cast<sockaddr_in6*>(&storage)->sin6_port = htons(port);
+}
+
+std::string SocketAddress::toString() const {
+  char host[INET6_ADDRSTRLEN] = {};
+  char text[INET6_ADDRSTRLEN + 16];
+  if (family() == AF_INET) {
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&storage)->sin_addr, host, sizeof(host));
+    snprintf(text, sizeof(text), "%s:%u", host, port());
+    return text;
+  }
+  if (family() == AF_INET6) {
+    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&storage)->sin6_addr, host, sizeof(host));
+    snprintf(text, sizeof(text), "[%s]:%u", host, port());
+    return text;
+  }
+  return "<no address>";
+}
+
+void SocketAddress::encode(uint8_t out[kWireBytes]) const {
+  memset(out, 0, kWireBytes);
+  uint16_t fam = family() == AF_INET ? 4 : family() == AF_INET6 ? 6 : 0;
+  uint16_t p = port();
+  out[0] = static_cast<uint8_t>(fam >> 8);
+  out[1] = static_cast<uint8_t>(fam);
+  out[2] = static_cast<uint8_t>(p >> 8);
+  out[3] = static_cast<uint8_t>(p);
+  if (family() == AF_INET) memcpy(out + 4, &reinterpret_cast<const sockaddr_in*>(&storage)->sin_addr, 4);
+  if (family() == AF_INET6) memcpy(out + 4, &reinterpret_cast<const sockaddr_in6*>(&storage)->sin6_addr, 16);
+}
+
+Result SocketAddress::decode(const uint8_t in[kWireBytes], SocketAddress* out) {
+  uint16_t fam = static_cast<uint16_t>(in[0] << 8 | in[1]);
+  uint16_t p = static_cast<uint16_t>(in[2] << 8 | in[3]);
+  *out = SocketAddress{};
+  if (fam == 4) {
+    auto* a = reinterpret_cast<sockaddr_in*>(&out->storage);
+    a->sin_family = AF_INET;
+    a->sin_port = htons(p);
+    memcpy(&a->sin_addr, in + 4, 4);
+    out->length = sizeof(sockaddr_in);
+    return Result::kSuccess;
+  }
+  if (fam == 6) {
+    auto* a = reinterpret_cast<sockaddr_in6*>(&out->storage);
+    a->sin6_family = AF_INET6;
+    a->sin6_port = htons(p);
+    memcpy(&a->sin6_addr, in + 4, 16);
+    out->length = sizeof(sockaddr_in6);
+    return Result::kSuccess;
+  }
+  return fail(Result::kInvalidArgument,
+              "socket address on the wire has family code %u (expected 4 or 6): the peer runs an incompatible "
+              "mixccl build or the data is corrupt",
+              fam);
+}
+
+Result parseHostPort(const std::string& text, SocketAddress* out) {
+  std::string host;
+  std::string portText;
+  if (!text.empty() && text[0] == '[') {
+    size_t close = text.find(']');
+    if (close == std::string::npos || close + 1 >= text.size() || text[close + 1] != ':') {
+      return fail(Result::kInvalidArgument, "cannot parse '%s': expected [ipv6-address]:port", text.c_str());
+    }
+    host = text.substr(1, close - 1);
+    portText = text.substr(close + 2);
+  } else {
+    size_t colon = text.rfind(':');
+    if (colon == std::string::npos) {
+      return fail(Result::kInvalidArgument, "cannot parse '%s': expected host:port (e.g. 10.0.0.1:29500)",
+                  text.c_str());
+    }
+    host = text.substr(0, colon);
+    portText = text.substr(colon + 1);
+  }
+  char* end = nullptr;
+  long port = portText.empty() ? -1 : strtol(portText.c_str(), &end, 10);
+  if (host.empty() || port < 0 || port > 65535 || (end != nullptr && *end != '\0')) {
+    return fail(Result::kInvalidArgument, "cannot parse '%s': expected host:port with a port in 0..65535",
+                text.c_str());
+  }
+  addrinfo hints{};
+  const std::string& family = config::getString(config::Knob::kSocketFamily);
+  hints.ai_family = family == "AF_INET" ? AF_INET : family == "AF_INET6" ? AF_INET6 : AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  int rc = getaddrinfo(host.c_str(), nullptr, &hints, &res);
+  if (rc != 0 || res == nullptr) {
+    return fail(Result::kInvalidArgument, "cannot resolve host '%s' of '%s': %s; check the name or use an IP address",
+                host.c_str(), text.c_str(), gai_strerror(rc));
+  }
+  // Prefer an IPv4 result: it works without a scope id and through more networks.
+  const addrinfo* pick = res;
+  for (const addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
+    if (ai->ai_family == AF_INET) {
+      pick = ai;
+      break;
+    }
+  }
+  if (pick->ai_family != AF_INET && pick->ai_family != AF_INET6) {
+    freeaddrinfo(res);
+    return fail(Result::kInvalidArgument, "host '%s' resolved to neither an IPv4 nor an IPv6 address", host.c_str());
+  }
+  copyAddress(pick->ai_addr, out);
+  freeaddrinfo(res);
+  out->setPort(static_cast<uint16_t>(port));
+  return Result::kSuccess;
+}
+
+Result findListenAddress(SocketAddress* out, std::string* ifname) {
+  const std::string& spec = config::getString(config::Knob::kSocketIfname);
+  const std::string& familyText = config::getString(config::Knob::kSocketFamily);
+  int wantFamily = AF_UNSPEC;
+  if (familyText == "AF_INET") {
+    wantFamily = AF_INET;
+  } else if (familyText == "AF_INET6") {
+    wantFamily = AF_INET6;
+  } else if (!familyText.empty()) {
+    return fail(Result::kInvalidArgument, "NCCL_SOCKET_FAMILY=%s is not AF_INET or AF_INET6", familyText.c_str());
+  }
+  IfFilter filter = IfFilter::parse(spec);
+  // The default skips loopback and the bridges container runtimes and VMs create, which are up
+  // but reach no other host.
+  IfFilter defaultFilter = IfFilter::parse("^docker,lo,virbr");
+
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) {
+    return fail(Result::kSystemError, "getifaddrs failed: %s; cannot pick a network interface", strerror(errno));
+  }
+  // Pass 0 honours the filter; pass 1 (default policy only) falls back to loopback. Within a
+  // pass IPv4 wins over IPv6 unless NCCL_SOCKET_FAMILY says otherwise.
+  const ifaddrs* best = nullptr;
+  for (int pass = 0; pass < 2 && best == nullptr; ++pass) {
+    if (pass == 1 && !filter.useDefault) break;
+    for (const ifaddrs* ifa = list; ifa != nullptr; ifa = ifa->ifa_next) {
+      if (ifa->ifa_addr == nullptr || (ifa->ifa_flags & IFF_UP) == 0) continue;
+      int fam = ifa->ifa_addr->sa_family;
+      if (fam != AF_INET && fam != AF_INET6) continue;
+      if (wantFamily != AF_UNSPEC && fam != wantFamily) continue;
+      // Link-local IPv6 needs a scope id, which the 20-byte wire address does not carry.
+      if (fam == AF_INET6 && isLinkLocalV6(ifa->ifa_addr)) continue;
+      bool loopback = (ifa->ifa_flags & IFF_LOOPBACK) != 0;
+      if (filter.useDefault) {
+        if (pass == 0 && (loopback || !defaultFilter.accepts(ifa->ifa_name))) continue;
+        if (pass == 1 && !loopback) continue;
+      } else if (!filter.accepts(ifa->ifa_name)) {
+        continue;
+      }
+      if (best == nullptr || (best->ifa_addr->sa_family == AF_INET6 && fam == AF_INET)) best = ifa;
+      if (fam == AF_INET) break;
+    }
+  }
+  if (best == nullptr) {
+    freeifaddrs(list);
+    return fail(Result::kSystemError,
+                "no usable network interface matches NCCL_SOCKET_IFNAME='%s' NCCL_SOCKET_FAMILY='%s'; list "
+                "interfaces with 'ip addr' and set NCCL_SOCKET_IFNAME to one that is up and has an address",
+                spec.c_str(), familyText.c_str());
+  }
+  copyAddress(best->ifa_addr, out);
+  out->setPort(0);
+  if (ifname != nullptr) *ifname = best->ifa_name;
+  MIXCCL_INFO(log::kBootstrap, "using interface %s address %s", best->ifa_name, out->toString().c_str());
+  freeifaddrs(list);
+  return Result::kSuccess;
+}
+
+Socket::~Socket() { close(); }
+
+Socket::Socket(Socket&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+
+Socket& Socket::operator=(Socket&& other) noexcept {
+  if (this != &other) {
+    close();
+    fd_ = other.fd_;
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+void Socket::close() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+Result Socket::listen(SocketAddress* addr, Socket* out) {
+  int fd = ::socket(addr->family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    return fail(Result::kSystemError, "socket() for listening on %s failed: %s", addr->toString().c_str(),
+                strerror(errno));
+  }
+  Socket s(fd);
+  int one = 1;
+  // Lets a fixed NCCL_COMM_ID port be reused right after the previous job's sockets closed.
+  (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr->storage), addr->length) != 0) {
+    return fail(Result::kSystemError,
+                "bind to %s failed: %s; pick another port (NCCL_COMM_ID) or interface (NCCL_SOCKET_IFNAME)",
+                addr->toString().c_str(), strerror(errno));
+  }
+  if (::listen(fd, SOMAXCONN) != 0) {
+    return fail(Result::kSystemError, "listen on %s failed: %s", addr->toString().c_str(), strerror(errno));
+  }
+  SocketAddress bound;
+  bound.length = sizeof(bound.storage);
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&bound.storage), &bound.length) != 0) {
+    return fail(Result::kSystemError, "getsockname on %s failed: %s", addr->toString().c_str(), strerror(errno));
+  }
+  *addr = bound;
+  *out = std::move(s);
+  return Result::kSuccess;
+}
+
+Result Socket::accept(Socket* out, SocketAddress* peer) {
+  SocketAddress from;
+  from.length = sizeof(from.storage);
+  for (;;) {
+    int fd = accept4(fd_, reinterpret_cast<sockaddr*>(&from.storage), &from.length, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd >= 0) {
+      setNoDelay(fd);
+      *out = Socket(fd);
+      if (peer != nullptr) *peer = from;
+      return Result::kSuccess;
+    }
+    if (errno == EINTR) continue;
+    // A connection that was reset before we accepted it is simply gone; nothing to report.
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ECONNABORTED || errno == EPROTO) {
+      return Result::kInProgress;
+    }
+    return fail(Result::kSystemError, "accept failed: %s (too many open files? raise 'ulimit -n')", strerror(errno));
+  }
+}
+
+namespace {
+
+// errno-returning cores of startConnect/finishConnect: Socket::connect retries refused attempts
+// quietly and must not log a warning for each one.
+int startConnectRaw(const SocketAddress& addr, Socket* out) {
+  int fd = ::socket(addr.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return errno;
+  Socket s(fd);
+  setNoDelay(fd);
+  int rc;
+  do {
+    rc = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr.storage), addr.length);
+  } while (rc != 0 && errno == EINTR);
+  if (rc != 0 && errno != EINPROGRESS) return errno;
+  *out = std::move(s);
+  return 0;
+}
+
+// 0 when connected, -1 while in progress, else the errno of the failed connection.
+int finishConnectRaw(int fd, int timeoutMs) {
+  pollfd p{fd, POLLOUT, 0};
+  int rc = poll(&p, 1, timeoutMs);
+  if (rc < 0) return errno == EINTR ? -1 : errno;
+  if (rc == 0) return -1;
+  int err = 0;
+  socklen_t len = sizeof(err);
+  if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+  return err;
+}
+
+}  // namespace
+
+Result Socket::startConnect(const SocketAddress& addr, Socket* out) {
+  int err = startConnectRaw(addr, out);
+  if (err == 0) return Result::kSuccess;
+  if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
+    return fail(Result::kSystemError, "socket() for connecting to %s failed: %s", addr.toString().c_str(),
+                strerror(err));
+  }
+  return fail(Result::kRemoteError, "connect to %s failed: %s", addr.toString().c_str(), strerror(err));
+}
+
+Result Socket::finishConnect() {
+  int err = finishConnectRaw(fd_, 0);
+  if (err == -1) return Result::kInProgress;
+  if (err != 0) return fail(Result::kRemoteError, "connection failed: %s", strerror(err));
+  return Result::kSuccess;
+}
+
+Result Socket::connect(const SocketAddress& addr, Deadline deadline, const std::atomic<bool>* abortFlag, Socket* out) {
+  const auto start = Clock::now();
+  auto backoff = std::chrono::milliseconds(10);
+  int lastErr = 0;
+  for (;;) {
+    if (aborted(abortFlag)) {
+      return fail(Result::kRemoteError, "aborted while connecting to %s", addr.toString().c_str());
+    }
+    if (Clock::now() >= deadline) break;
+    Socket s;
+    int err = startConnectRaw(addr, &s);
+    while (err == 0) {
+      err = finishConnectRaw(s.fd(), sliceMs(deadline));
+      if (err == 0) {
+        *out = std::move(s);
+        return Result::kSuccess;
+      }
+      if (err == -1 && (aborted(abortFlag) || Clock::now() >= deadline)) break;
+      if (err == -1) err = 0;
+    }
+    if (err == -1) continue;  // the loop top reports the abort or the deadline
+    lastErr = err;
+    // Resource exhaustion and unusable addresses will not fix themselves. Anything else (refused
+    // because the peer does not listen yet, a full SYN backlog, a network hiccup) may: retry.
+    if (err == EMFILE || err == ENFILE || err == EADDRNOTAVAIL || err == EAFNOSUPPORT || err == EINVAL) {
+      return fail(err == EMFILE || err == ENFILE ? Result::kSystemError : Result::kRemoteError,
+                  "connect to %s failed: %s", addr.toString().c_str(), strerror(err));
+    }
+    std::this_thread::sleep_until(std::min(Clock::now() + backoff, deadline));
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(kPollSliceMs));
+  }
+  return fail(Result::kRemoteError,
+              "timed out after %.1f s connecting to %s (last error: %s); is the peer running and reachable? "
+              "MIXCCL_TIMEOUT sets the limit",
+              secondsSince(start), addr.toString().c_str(), lastErr != 0 ? strerror(lastErr) : "none");
+}
+
+Result Socket::sendSome(const void* data, size_t bytes, size_t* done, const char* who) {
+  const uint8_t* p = static_cast<const uint8_t*>(data);
+  size_t sent = 0;
+  while (sent < bytes) {
+    ssize_t n = ::send(fd_, p + sent, bytes - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      sent += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+    *done += sent;
+    if (n < 0 && (errno == EPIPE || errno == ECONNRESET || errno == ETIMEDOUT)) {
+      return fail(Result::kRemoteError, "connection to %s lost while sending: %s", who, strerror(errno));
+    }
+    return fail(Result::kSystemError, "send to %s failed: %s", who, n < 0 ? strerror(errno) : "sent nothing");
+  }
+  *done += sent;
+  return Result::kSuccess;
+}
+
+Result Socket::recvSome(void* data, size_t bytes, size_t* done, const char* who) {
+  uint8_t* p = static_cast<uint8_t*>(data);
+  size_t got = 0;
+  while (got < bytes) {
+    ssize_t n = ::recv(fd_, p + got, bytes - got, MSG_DONTWAIT);
+    if (n > 0) {
+      got += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+    *done += got;
+    if (n == 0) return fail(Result::kRemoteError, "%s closed the connection (the process exited or aborted)", who);
+    if (errno == ECONNRESET || errno == ETIMEDOUT || errno == EPIPE) {
+      return fail(Result::kRemoteError, "connection to %s lost while receiving: %s", who, strerror(errno));
+    }
+    return fail(Result::kSystemError, "recv from %s failed: %s", who, strerror(errno));
+  }
+  *done += got;
+  return Result::kSuccess;
+}
+
+namespace {
+
+template <typename Step>
+Result moveAll(Socket* s, size_t bytes, Deadline deadline, const std::atomic<bool>* abortFlag, const char* who,
+               const char* verb, short events, Step step) {
+  const auto start = Clock::now();
+  size_t done = 0;
+  while (done < bytes) {
+    MIXCCL_TRY(step(&done));
+    if (done == bytes) break;
+    if (aborted(abortFlag)) {
+      return fail(Result::kRemoteError, "aborted while %s %s (%zu of %zu bytes done)", verb, who, done, bytes);
+    }
+    if (Clock::now() >= deadline) {
+      return fail(Result::kRemoteError,
+                  "timed out after %.1f s %s %s (%zu of %zu bytes done); the peer is stuck, dead or unreachable "
+                  "(MIXCCL_TIMEOUT sets the limit)",
+                  secondsSince(start), verb, who, done, bytes);
+    }
+    pollfd p{s->fd(), events, 0};
+    if (poll(&p, 1, sliceMs(deadline)) < 0 && errno != EINTR) {
+      return fail(Result::kSystemError, "poll failed while %s %s: %s", verb, who, strerror(errno));
+    }
+  }
+  return Result::kSuccess;
+}
+
+}  // namespace
+
+Result Socket::sendAll(const void* data, size_t bytes, Deadline deadline, const std::atomic<bool>* abortFlag,
+                       const char* who) {
+  const uint8_t* p = static_cast<const uint8_t*>(data);
+  return moveAll(this, bytes, deadline, abortFlag, who, "sending to", POLLOUT,
+                 [&](size_t* done) { return sendSome(p + *done, bytes - *done, done, who); });
+}
+
+Result Socket::recvAll(void* data, size_t bytes, Deadline deadline, const std::atomic<bool>* abortFlag,
+                       const char* who) {
+  uint8_t* p = static_cast<uint8_t*>(data);
+  return moveAll(this, bytes, deadline, abortFlag, who, "receiving from", POLLIN,
+                 [&](size_t* done) { return recvSome(p + *done, bytes - *done, done, who); });
+}
+
+}  // namespace mixccl

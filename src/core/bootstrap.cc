@@ -1,0 +1,462 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+//
+// The rank side of the bootstrap (the root lives in bootstrap_root.cc).
+//
+// Terms: an *outgoing* connection is one this rank opened to send to a peer (one per peer, opened
+// on first use, kept); an *incoming* connection is one a peer opened to us, identified by its
+// hello. Data only ever flows from the opener to the acceptor, so each direction of a pair has
+// exactly one byte stream and messages between a pair arrive in the order they were sent.
+//
+// Invariant that keeps rings deadlock-free: whenever this rank waits (in recv, or in send because
+// the peer's socket buffer is full), it keeps accepting and reading every incoming connection and
+// parks complete frames in the stash, keyed by (peer, channel, tag). A sender therefore never
+// waits for its receiver to call recv, however large the message, as long as the receiver waits
+// in some bootstrap call or returns to one.
+#include "src/core/bootstrap.h"
+
+#include <errno.h>
+#include <poll.h>
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "src/common/log.h"
+#include "src/core/bootstrap_wire.h"
+
+namespace mixccl {
+
+using namespace bootstrap;
+
+namespace {
+
+constexpr int kPollSliceMs = 100;
+constexpr auto kHelloTimeout = std::chrono::seconds(10);
+constexpr size_t kMaxUnidentified = 1024;
+constexpr auto kRootReplyGrace = std::chrono::seconds(1);
+
+bool aborted(const std::atomic<bool>* abortFlag) {
+  return abortFlag != nullptr && abortFlag->load(std::memory_order_acquire);
+}
+
+int sliceMs(Deadline deadline) {
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+  return static_cast<int>(std::clamp<int64_t>(left, 0, kPollSliceMs));
+}
+
+double secondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+struct InConn {
+  enum class State { kHello, kHeader, kPayload };
+  Socket sock;
+  SocketAddress from;
+  Clock::time_point opened;
+  int peer = -1;  // known once the hello checked out
+  State state = State::kHello;
+  uint8_t head[Hello::kBytes] = {};  // hello, then each frame header
+  size_t got = 0;
+  FrameHeader frame;
+  std::vector<uint8_t> payload;
+};
+
+using StashKey = std::tuple<int, uint32_t, uint32_t>;  // (peer, channel, tag)
+
+}  // namespace
+
+struct Bootstrap::Impl {
+  UniqueIdData id;
+  int rank = 0;
+  int nranks = 0;
+  const std::atomic<bool>* abortFlag = nullptr;
+  Socket listener;
+  SocketAddress listenAddr;
+  std::vector<SocketAddress> peers;
+  std::vector<Socket> out;
+  std::vector<std::unique_ptr<InConn>> in;
+  std::map<StashKey, std::deque<std::vector<uint8_t>>> stash;
+  // Why a peer's incoming connection ended ("" while open or never opened).
+  std::vector<std::string> peerGone;
+  uint32_t collSeq = 0;
+
+  std::string peerName(int peer) const { return "rank " + std::to_string(peer) + " (" + peers[peer].toString() + ")"; }
+
+  Result checkWait(Deadline deadline, Clock::time_point start, const char* what, int peer, uint32_t tag) {
+    if (aborted(abortFlag)) {
+      return fail(Result::kRemoteError, "rank %d: bootstrap aborted while %s %s (tag 0x%x)", rank, what,
+                  peerName(peer).c_str(), tag);
+    }
+    if (Clock::now() >= deadline) {
+      return fail(Result::kRemoteError,
+                  "rank %d: timed out after %.1f s %s %s (tag 0x%x); that rank is stuck, dead or unreachable "
+                  "(MIXCCL_TIMEOUT sets the limit)",
+                  rank, secondsSince(start), what, peerName(peer).c_str(), tag);
+    }
+    return Result::kSuccess;
+  }
+
+  // Waits up to timeoutMs for activity, then accepts and reads whatever is there. With writeFd
+  // >= 0 it also returns when that socket becomes writable.
+  Result pump(int timeoutMs, int writeFd) {
+    std::vector<pollfd> fds;
+    fds.push_back({listener.fd(), POLLIN, 0});
+    for (auto& c : in) fds.push_back({c->sock.fd(), POLLIN, 0});
+    if (writeFd >= 0) fds.push_back({writeFd, POLLOUT, 0});
+    if (poll(fds.data(), fds.size(), timeoutMs) < 0 && errno != EINTR) {
+      return fail(Result::kSystemError, "rank %d: poll on bootstrap sockets failed: %s", rank, strerror(errno));
+    }
+    std::vector<std::unique_ptr<InConn>> still;
+    for (size_t k = 0; k < in.size(); ++k) {
+      std::unique_ptr<InConn> c = std::move(in[k]);
+      if (fds[1 + k].revents != 0 && !readConn(c.get())) continue;  // closed and forgotten
+      if (c->peer < 0 && Clock::now() - c->opened > kHelloTimeout) {
+        MIXCCL_WARN("rank %d: bootstrap connection from %s sent no hello within %lld s; closed", rank,
+                    c->from.toString().c_str(), static_cast<long long>(kHelloTimeout.count()));
+        continue;
+      }
+      still.push_back(std::move(c));
+    }
+    in = std::move(still);
+    if (fds[0].revents != 0) acceptAll();
+    return Result::kSuccess;
+  }
+
+  void acceptAll() {
+    for (;;) {
+      auto c = std::make_unique<InConn>();
+      if (listener.accept(&c->sock, &c->from) != Result::kSuccess) return;
+      c->opened = Clock::now();
+      size_t unidentified = 0;
+      for (auto& x : in) unidentified += x->peer < 0;
+      if (unidentified >= kMaxUnidentified) {
+        MIXCCL_WARN("rank %d: more than %zu unidentified bootstrap connections; refusing one from %s", rank,
+                    kMaxUnidentified, c->from.toString().c_str());
+        continue;
+      }
+      in.push_back(std::move(c));
+    }
+  }
+
+  // Reads everything available; completes frames into the stash. False: the connection is done.
+  bool readConn(InConn* c) {
+    for (;;) {
+      int err = 0;
+      if (c->state == InConn::State::kPayload) {
+        err = readAvailable(c->sock.fd(), c->payload.data(), c->payload.size(), &c->got);
+        if (err == 0 && c->got == c->payload.size()) {
+          stash[StashKey(c->peer, static_cast<uint32_t>(c->frame.channel), c->frame.tag)].push_back(
+              std::move(c->payload));
+          c->payload = {};
+          c->state = InConn::State::kHeader;
+          c->got = 0;
+          continue;
+        }
+      } else {
+        size_t want = c->state == InConn::State::kHello ? Hello::kBytes : FrameHeader::kBytes;
+        err = readAvailable(c->sock.fd(), c->head, want, &c->got);
+        if (err == 0 && c->got == want) {
+          if (!(c->state == InConn::State::kHello ? acceptHello(c) : acceptHeader(c))) return false;
+          continue;
+        }
+      }
+      if (err == 0) return true;  // nothing more for now
+      if (c->peer >= 0) {
+        bool clean = err < 0 && c->state == InConn::State::kHeader && c->got == 0;
+        std::string why =
+            clean ? "closed the connection"
+                  : (err < 0 ? "closed the connection mid-message" : std::string("reset: ") + strerror(err));
+        MIXCCL_INFO(log::kBootstrap, "rank %d: bootstrap connection from %s ended: %s", rank, peerName(c->peer).c_str(),
+                    why.c_str());
+        peerGone[c->peer] = why;
+      }
+      return false;
+    }
+  }
+
+  bool acceptHello(InConn* c) {
+    bool addressOk = false;
+    Hello h = Hello::decode(c->head, &addressOk);
+    const char* problem = nullptr;
+    if (h.magic != kHelloMagic || h.version != kProtocolVersion) {
+      problem = "is not a mixccl bootstrap hello of this protocol version";
+    } else if (h.commHash != id.commHash || !sameSecret(h.secret, id.secret)) {
+      problem = "presents another unique id (a stale or foreign job?)";
+    } else if (h.kind != HelloKind::kPeer || h.nranks != static_cast<uint32_t>(nranks) ||
+               h.rank >= static_cast<uint32_t>(nranks) || static_cast<int>(h.rank) == rank) {
+      problem = "claims an impossible rank or nranks";
+    }
+    if (problem != nullptr) {
+      MIXCCL_WARN("rank %d: bootstrap connection from %s %s; closed", rank, c->from.toString().c_str(), problem);
+      return false;
+    }
+    c->peer = static_cast<int>(h.rank);
+    peerGone[c->peer].clear();
+    c->state = InConn::State::kHeader;
+    c->got = 0;
+    return true;
+  }
+
+  bool acceptHeader(InConn* c) {
+    c->frame = FrameHeader::decode(c->head);
+    if (c->frame.magic != kFrameMagic || c->frame.length > kMaxFrameBytes) {
+      peerGone[c->peer] = "sent a corrupt frame header";
+      MIXCCL_WARN("rank %d: %s %s (magic 0x%08x, length %llu); closed", rank, peerName(c->peer).c_str(),
+                  peerGone[c->peer].c_str(), c->frame.magic, static_cast<unsigned long long>(c->frame.length));
+      return false;
+    }
+    c->payload.resize(c->frame.length);  // bounded by kMaxFrameBytes just above
+    c->state = InConn::State::kPayload;
+    c->got = 0;
+    return true;
+  }
+
+  Result sendFrame(int peer, Channel channel, uint32_t tag, const void* data, size_t bytes) {
+    if (peer < 0 || peer >= nranks) {
+      return fail(Result::kInvalidArgument, "rank %d: bootstrap send to rank %d, but nranks is %d", rank, peer, nranks);
+    }
+    if (bytes > kMaxFrameBytes) {
+      return fail(Result::kInvalidArgument, "rank %d: bootstrap message of %zu bytes exceeds the %llu-byte limit", rank,
+                  bytes, static_cast<unsigned long long>(kMaxFrameBytes));
+    }
+    if (peer == rank) {
+      const uint8_t* p = static_cast<const uint8_t*>(data);
+      stash[StashKey(peer, static_cast<uint32_t>(channel), tag)].emplace_back(p, p + bytes);
+      return Result::kSuccess;
+    }
+    const auto start = Clock::now();
+    const Deadline deadline = defaultDeadline();
+    // Prefix = [hello if the connection is new] + frame header; then the payload.
+    std::vector<uint8_t> prefix;
+    if (!out[peer].valid()) {
+      Result r = Socket::connect(peers[peer], deadline, abortFlag, &out[peer]);
+      if (!ok(r)) {
+        return fail(r, "rank %d: cannot open a bootstrap connection to %s: %s", rank, peerName(peer).c_str(),
+                    lastError().c_str());
+      }
+      Hello h;
+      h.commHash = id.commHash;
+      memcpy(h.secret, id.secret, 16);
+      h.kind = HelloKind::kPeer;
+      h.rank = static_cast<uint32_t>(rank);
+      h.nranks = static_cast<uint32_t>(nranks);
+      prefix.resize(Hello::kBytes);
+      h.encode(prefix.data());
+    }
+    FrameHeader f;
+    f.channel = channel;
+    f.tag = tag;
+    f.length = bytes;
+    size_t at = prefix.size();
+    prefix.resize(at + FrameHeader::kBytes);
+    f.encode(prefix.data() + at);
+
+    const struct {
+      const void* p;
+      size_t n;
+    } parts[2] = {{prefix.data(), prefix.size()}, {data, bytes}};
+    for (const auto& part : parts) {
+      size_t done = 0;
+      for (;;) {
+        int err = writeAvailable(out[peer].fd(), part.p, part.n, &done);
+        if (err != 0) {
+          out[peer].close();
+          return fail(Result::kRemoteError, "rank %d: bootstrap connection to %s failed while sending (tag 0x%x): %s",
+                      rank, peerName(peer).c_str(), tag, strerror(err));
+        }
+        if (done == part.n) break;
+        MIXCCL_TRY(checkWait(deadline, start, "sending to", peer, tag));
+        // The peer's buffer is full: drain our own incoming side meanwhile (the peer may be
+        // blocked sending to us just the same).
+        MIXCCL_TRY(pump(sliceMs(deadline), out[peer].fd()));
+      }
+    }
+    return Result::kSuccess;
+  }
+
+  Result recvFrame(int peer, Channel channel, uint32_t tag, void* data, size_t bytes) {
+    if (peer < 0 || peer >= nranks) {
+      return fail(Result::kInvalidArgument, "rank %d: bootstrap recv from rank %d, but nranks is %d", rank, peer,
+                  nranks);
+    }
+    const auto start = Clock::now();
+    const Deadline deadline = defaultDeadline();
+    const StashKey key(peer, static_cast<uint32_t>(channel), tag);
+    for (;;) {
+      auto it = stash.find(key);
+      if (it != stash.end()) {
+        std::vector<uint8_t> msg = std::move(it->second.front());
+        it->second.pop_front();
+        if (it->second.empty()) stash.erase(it);
+        if (msg.size() != bytes) {
+          return fail(Result::kRemoteError,
+                      "rank %d: bootstrap message from %s (tag 0x%x) has %zu bytes, expected %zu; the ranks disagree "
+                      "about the call sequence or sizes",
+                      rank, peerName(peer).c_str(), tag, msg.size(), bytes);
+        }
+        if (bytes != 0) memcpy(data, msg.data(), bytes);
+        return Result::kSuccess;
+      }
+      if (!peerGone[peer].empty()) {
+        bool stillOpen = false;
+        for (auto& c : in) stillOpen |= c->peer == peer;
+        if (!stillOpen) {
+          return fail(Result::kRemoteError,
+                      "rank %d: %s %s before sending the message this rank waits for (tag 0x%x); it probably exited "
+                      "or aborted",
+                      rank, peerName(peer).c_str(), peerGone[peer].c_str(), tag);
+        }
+      }
+      MIXCCL_TRY(checkWait(deadline, start, "waiting for a message from", peer, tag));
+      MIXCCL_TRY(pump(sliceMs(deadline), -1));
+    }
+  }
+};
+
+Result Bootstrap::init(const UniqueIdData& id, int rank, int nranks, const std::atomic<bool>* abortFlag,
+                       std::unique_ptr<Bootstrap>* out) {
+  out->reset();
+  if (nranks < 1 || static_cast<uint32_t>(nranks) > kMaxRanks || rank < 0 || rank >= nranks) {
+    return fail(Result::kInvalidArgument, "bootstrap: rank %d / nranks %d out of range (0 <= rank < nranks <= %u)",
+                rank, nranks, kMaxRanks);
+  }
+  std::unique_ptr<Bootstrap> b;
+  try {
+    b.reset(new Bootstrap());
+    b->impl_ = std::make_unique<Impl>();
+  } catch (const std::exception& e) {
+    return fail(Result::kSystemError, "bootstrap: out of memory: %s", e.what());
+  }
+  b->rank_ = rank;
+  b->nranks_ = nranks;
+  Impl& im = *b->impl_;
+  im.id = id;
+  im.rank = rank;
+  im.nranks = nranks;
+  im.abortFlag = abortFlag;
+  const auto start = Clock::now();
+  const Deadline deadline = defaultDeadline();
+
+  MIXCCL_TRY(findListenAddress(&im.listenAddr, nullptr));
+  MIXCCL_TRY(Socket::listen(&im.listenAddr, &im.listener));
+  if ((id.flags & UniqueIdData::kRootStartedByRank0) != 0 && rank == 0) {
+    SocketAddress rootAddr = id.root;
+    MIXCCL_TRY(startRoot(&rootAddr, id.commHash, id.secret));
+  }
+
+  // Register with the root. It may start later than we do (NCCL_COMM_ID), so connect retries.
+  const std::string rootName = "the bootstrap root at " + id.root.toString();
+  Socket root;
+  Result r = Socket::connect(id.root, deadline, abortFlag, &root);
+  if (!ok(r)) {
+    return fail(r,
+                "rank %d of %d: cannot reach %s: %s; was the unique id made by a live process, and can this host "
+                "reach that address (NCCL_SOCKET_IFNAME)?",
+                rank, nranks, rootName.c_str(), lastError().c_str());
+  }
+  Hello h;
+  h.commHash = id.commHash;
+  memcpy(h.secret, id.secret, 16);
+  h.kind = HelloKind::kRegister;
+  h.rank = static_cast<uint32_t>(rank);
+  h.nranks = static_cast<uint32_t>(nranks);
+  h.address = im.listenAddr;
+  uint8_t hello[Hello::kBytes];
+  h.encode(hello);
+  MIXCCL_TRY(root.sendAll(hello, sizeof(hello), deadline, abortFlag, rootName.c_str()));
+  // The root gives up at its own deadline, which usually falls before ours, and then says which
+  // ranks are missing. Waiting a little past our deadline lets that explanation arrive.
+  const Deadline replyDeadline = deadline + kRootReplyGrace;
+  uint8_t head[ReplyHeader::kBytes];
+  r = root.recvAll(head, sizeof(head), replyDeadline, abortFlag, rootName.c_str());
+  if (!ok(r)) {
+    // Closed before the deadline and not by our abort: the root refused our hello.
+    bool refused = Clock::now() < replyDeadline && !aborted(abortFlag);
+    return fail(r, "rank %d of %d: no address table from %s: %s%s", rank, nranks, rootName.c_str(), lastError().c_str(),
+                refused ? "; the root drops ranks whose unique id differs from its own: pass every rank the same "
+                          "ncclUniqueId"
+                        : "");
+  }
+  ReplyHeader rep = ReplyHeader::decode(head);
+  if (rep.magic != kReplyMagic) {
+    return fail(Result::kRemoteError, "rank %d: %s answered with a corrupt reply (magic 0x%08x)", rank,
+                rootName.c_str(), rep.magic);
+  }
+  if (rep.status != 0) {
+    std::string msg(std::min(rep.payloadBytes, kMaxReplyMessage), '\0');
+    if (!ok(root.recvAll(msg.data(), msg.size(), replyDeadline, abortFlag, rootName.c_str()))) {
+      msg = "(no reason given)";
+    }
+    Result code =
+        rep.status == static_cast<uint32_t>(Result::kInvalidUsage) ? Result::kInvalidUsage : Result::kRemoteError;
+    return fail(code, "rank %d of %d: %s refused the registration: %s", rank, nranks, rootName.c_str(), msg.c_str());
+  }
+  if (rep.nranks != static_cast<uint32_t>(nranks) || rep.payloadBytes != nranks * SocketAddress::kWireBytes) {
+    return fail(Result::kRemoteError, "rank %d: %s sent a table for %u ranks (%u bytes); expected %d ranks", rank,
+                rootName.c_str(), rep.nranks, rep.payloadBytes, nranks);
+  }
+  std::vector<uint8_t> table(rep.payloadBytes);
+  MIXCCL_TRY(root.recvAll(table.data(), table.size(), replyDeadline, abortFlag, rootName.c_str()));
+  root.close();
+  im.peers.resize(nranks);
+  for (int p = 0; p < nranks; ++p) {
+    MIXCCL_TRY(SocketAddress::decode(table.data() + p * SocketAddress::kWireBytes, &im.peers[p]));
+  }
+  im.out.resize(nranks);
+  im.peerGone.resize(nranks);
+  MIXCCL_INFO(log::kBootstrap, "rank %d of %d: bootstrap up in %.3f s, listening on %s", rank, nranks,
+              secondsSince(start), im.listenAddr.toString().c_str());
+  *out = std::move(b);
+  return Result::kSuccess;
+}
+
+Bootstrap::~Bootstrap() = default;
+
+const SocketAddress& Bootstrap::address(int rank) const { return impl_->peers[rank]; }
+
+Result Bootstrap::send(int peer, uint32_t tag, const void* data, size_t bytes) {
+  return impl_->sendFrame(peer, Channel::kUser, tag, data, bytes);
+}
+
+Result Bootstrap::recv(int peer, uint32_t tag, void* data, size_t bytes) {
+  return impl_->recvFrame(peer, Channel::kUser, tag, data, bytes);
+}
+
+// Ring: in step s, pass on the block that arrived in step s-1 (first our own) to rank+1 and take
+// the next one from rank-1; after nranks-1 steps every block has visited every rank.
+Result Bootstrap::allGather(void* data, size_t bytes) {
+  const int n = nranks_;
+  if (n == 1) return Result::kSuccess;
+  uint8_t* base = static_cast<uint8_t*>(data);
+  const uint32_t tag = impl_->collSeq++;
+  const int next = (rank_ + 1) % n;
+  const int prev = (rank_ + n - 1) % n;
+  for (int s = 0; s < n - 1; ++s) {
+    const int sendBlock = (rank_ - s + n) % n;
+    const int recvBlock = (rank_ - s - 1 + n) % n;
+    MIXCCL_TRY(impl_->sendFrame(next, Channel::kAllGather, tag, base + sendBlock * bytes, bytes));
+    MIXCCL_TRY(impl_->recvFrame(prev, Channel::kAllGather, tag, base + recvBlock * bytes, bytes));
+  }
+  return Result::kSuccess;
+}
+
+// Dissemination barrier: in round k, signal rank+2^k and wait for rank-2^k. After ceil(log2 n)
+// rounds every rank has (transitively) heard from every other one.
+Result Bootstrap::barrier() {
+  const int n = nranks_;
+  if (n == 1) return Result::kSuccess;
+  const uint32_t seq = impl_->collSeq++;
+  uint32_t round = 0;
+  for (int dist = 1; dist < n; dist <<= 1, ++round) {
+    const uint32_t tag = (seq << 5) | round;
+    uint8_t token = 0;
+    MIXCCL_TRY(impl_->sendFrame((rank_ + dist) % n, Channel::kBarrier, tag, &token, 1));
+    MIXCCL_TRY(impl_->recvFrame((rank_ - dist % n + n) % n, Channel::kBarrier, tag, &token, 1));
+  }
+  return Result::kSuccess;
+}
+
+}  // namespace mixccl

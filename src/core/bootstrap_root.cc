@@ -1,0 +1,401 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+//
+// The unique id and the bootstrap root.
+//
+// The root is one detached thread per job. It owns a listener and polls it together with every
+// connection it accepted, so a silent or slow client never holds up the others. A connection is
+// "pending" until its 64-byte hello has arrived and checks out; only then does it take a rank
+// slot. Garbage, a wrong secret or a stale job's commHash close the connection (logged at WARN)
+// without touching any slot; a well-formed hello that conflicts with the job (duplicate rank,
+// other nranks, rank out of range) gets an error reply first, so that rank fails with a clear
+// message. When all slots are taken, every rank receives the address table and the thread exits.
+// At the deadline it tells the registered ranks who is missing and exits.
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "src/common/config.h"
+#include "src/common/log.h"
+#include "src/core/bootstrap.h"
+#include "src/core/bootstrap_wire.h"
+
+namespace mixccl {
+
+namespace bootstrap {
+
+int readAvailable(int fd, void* data, size_t bytes, size_t* done) {
+  uint8_t* p = static_cast<uint8_t*>(data);
+  while (*done < bytes) {
+    ssize_t n = ::recv(fd, p + *done, bytes - *done, MSG_DONTWAIT);
+    if (n > 0) {
+      *done += static_cast<size_t>(n);
+    } else if (n == 0) {
+      return -1;
+    } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      return 0;
+    } else if (errno != EINTR) {
+      return errno;
+    }
+  }
+  return 0;
+}
+
+int writeAvailable(int fd, const void* data, size_t bytes, size_t* done) {
+  const uint8_t* p = static_cast<const uint8_t*>(data);
+  while (*done < bytes) {
+    ssize_t n = ::send(fd, p + *done, bytes - *done, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n > 0) {
+      *done += static_cast<size_t>(n);
+    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      return 0;
+    } else if (n < 0 && errno != EINTR) {
+      return errno;
+    }
+  }
+  return 0;
+}
+
+namespace {
+
+// A client must deliver its hello this soon after connecting; real ranks send it at once.
+constexpr auto kHelloTimeout = std::chrono::seconds(10);
+// Unverified connections beyond this many are closed, oldest first (a flood cannot exhaust fds).
+constexpr size_t kMaxPending = 1024;
+
+struct RootConn {
+  Socket sock;
+  SocketAddress from;
+  Clock::time_point opened;
+  uint8_t hello[Hello::kBytes] = {};
+  size_t got = 0;
+};
+
+class Root {
+ public:
+  Root(Socket listener, SocketAddress addr, uint64_t commHash, const uint8_t secret[16])
+      : listener_(std::move(listener)), addr_(addr), commHash_(commHash), deadline_(defaultDeadline()) {
+    memcpy(secret_, secret, 16);
+  }
+
+  void run() {
+    try {
+      serve();
+    } catch (const std::exception& e) {
+      MIXCCL_WARN("bootstrap root %s: stopped by an internal error: %s", addr_.toString().c_str(), e.what());
+    } catch (...) {
+      MIXCCL_WARN("bootstrap root %s: stopped by an unknown internal error", addr_.toString().c_str());
+    }
+  }
+
+ private:
+  void serve() {
+    MIXCCL_INFO(log::kBootstrap, "bootstrap root listening on %s", addr_.toString().c_str());
+    const auto start = Clock::now();
+    while (nranks_ == 0 || registeredCount_ < nranks_) {
+      if (Clock::now() >= deadline_) {
+        giveUp(std::chrono::duration<double>(Clock::now() - start).count());
+        return;
+      }
+      pollOnce();
+    }
+    distribute();
+  }
+
+  void pollOnce() {
+    std::vector<pollfd> fds;
+    fds.push_back({listener_.fd(), POLLIN, 0});
+    for (auto& c : pending_) fds.push_back({c->sock.fd(), POLLIN, 0});
+    for (auto& c : registered_) {
+      if (c) fds.push_back({c->sock.fd(), POLLIN, 0});
+    }
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now()).count();
+    int timeout = static_cast<int>(std::clamp<int64_t>(left, 0, 100));
+    if (poll(fds.data(), fds.size(), timeout) < 0 && errno != EINTR) {
+      MIXCCL_WARN("bootstrap root %s: poll failed: %s", addr_.toString().c_str(), strerror(errno));
+      return;
+    }
+    // Registered ranks must stay silent until the table comes; readable means closed or rogue.
+    size_t i = 1 + pending_.size();
+    for (size_t r = 0; r < registered_.size(); ++r) {
+      if (!registered_[r]) continue;
+      if (fds[i++].revents != 0) {
+        MIXCCL_WARN(
+            "bootstrap root %s: rank %zu (%s) closed its connection before all ranks registered; its slot "
+            "is free again",
+            addr_.toString().c_str(), r, registered_[r]->from.toString().c_str());
+        registered_[r].reset();
+        --registeredCount_;
+      }
+    }
+    // Pending connections: read what arrived; decide once a whole hello is here.
+    std::vector<std::unique_ptr<RootConn>> still;
+    for (size_t k = 0; k < pending_.size(); ++k) {
+      std::unique_ptr<RootConn> c = std::move(pending_[k]);
+      if (fds[1 + k].revents != 0) {
+        int err = readAvailable(c->sock.fd(), c->hello, Hello::kBytes, &c->got);
+        if (err != 0) {
+          MIXCCL_INFO(log::kBootstrap, "bootstrap root %s: connection from %s closed before its hello (%s)",
+                      addr_.toString().c_str(), c->from.toString().c_str(), err < 0 ? "EOF" : strerror(err));
+          continue;
+        }
+        if (c->got == Hello::kBytes) {
+          handleHello(std::move(c));
+          continue;
+        }
+      }
+      if (Clock::now() - c->opened > kHelloTimeout) {
+        MIXCCL_WARN("bootstrap root %s: connection from %s sent no complete hello within %lld s; closed",
+                    addr_.toString().c_str(), c->from.toString().c_str(),
+                    static_cast<long long>(kHelloTimeout.count()));
+        continue;
+      }
+      still.push_back(std::move(c));
+    }
+    pending_ = std::move(still);
+    if (fds[0].revents != 0) acceptAll();
+  }
+
+  void acceptAll() {
+    for (;;) {
+      auto c = std::make_unique<RootConn>();
+      Result r = listener_.accept(&c->sock, &c->from);
+      if (r != Result::kSuccess) return;  // kInProgress: none left; errors were logged by accept
+      c->opened = Clock::now();
+      if (pending_.size() >= kMaxPending) {
+        MIXCCL_WARN("bootstrap root %s: more than %zu unidentified connections; closing the oldest (from %s)",
+                    addr_.toString().c_str(), kMaxPending, pending_.front()->from.toString().c_str());
+        pending_.erase(pending_.begin());
+      }
+      pending_.push_back(std::move(c));
+    }
+  }
+
+  void handleHello(std::unique_ptr<RootConn> c) {
+    bool addressOk = false;
+    Hello h = Hello::decode(c->hello, &addressOk);
+    const std::string from = c->from.toString();
+    if (h.magic != kHelloMagic || h.version != kProtocolVersion) {
+      MIXCCL_WARN(
+          "bootstrap root %s: connection from %s is not a mixccl protocol-%u hello (magic 0x%08x version %u); "
+          "closed",
+          addr_.toString().c_str(), from.c_str(), kProtocolVersion, h.magic, h.version);
+      return;
+    }
+    if (h.commHash != commHash_ || !sameSecret(h.secret, secret_)) {
+      MIXCCL_WARN(
+          "bootstrap root %s: connection from %s presents another unique id (commHash 0x%016llx); closed. "
+          "Is a process from an earlier or other job using this address?",
+          addr_.toString().c_str(), from.c_str(), static_cast<unsigned long long>(h.commHash));
+      return;
+    }
+    if (h.kind != HelloKind::kRegister || !addressOk) {
+      MIXCCL_WARN("bootstrap root %s: connection from %s sent a malformed registration; closed",
+                  addr_.toString().c_str(), from.c_str());
+      return;
+    }
+    char why[512] = {};
+    if (h.nranks == 0 || h.nranks > kMaxRanks) {
+      snprintf(why, sizeof(why), "nranks %u is out of range (1..%u)", h.nranks, kMaxRanks);
+    } else if (nranks_ != 0 && h.nranks != nranks_) {
+      snprintf(why, sizeof(why),
+               "rank %u says nranks is %u but earlier ranks said %u; pass the same nranks on every rank", h.rank,
+               h.nranks, nranks_);
+    } else if (h.rank >= h.nranks) {
+      snprintf(why, sizeof(why), "rank %u is out of range for nranks %u", h.rank, h.nranks);
+    } else if (nranks_ != 0 && registered_[h.rank]) {
+      snprintf(why, sizeof(why),
+               "rank %u registered twice (first from %s, again from %s); give each process its own rank", h.rank,
+               registered_[h.rank]->from.toString().c_str(), from.c_str());
+    }
+    if (why[0] != '\0') {
+      MIXCCL_WARN("bootstrap root %s: rejecting %s: %s", addr_.toString().c_str(), from.c_str(), why);
+      sendError(c.get(), Result::kInvalidUsage, why);
+      return;
+    }
+    if (nranks_ == 0) {
+      nranks_ = h.nranks;
+      registered_.resize(nranks_);
+      addresses_.resize(nranks_);
+    }
+    MIXCCL_INFO(log::kBootstrap, "bootstrap root %s: rank %u of %u registered from %s (listens on %s)",
+                addr_.toString().c_str(), h.rank, h.nranks, from.c_str(), h.address.toString().c_str());
+    addresses_[h.rank] = h.address;
+    registered_[h.rank] = std::move(c);
+    ++registeredCount_;
+  }
+
+  // Best effort and non-blocking: a reply this small fits in any socket buffer.
+  void sendError(RootConn* c, Result status, const char* message) {
+    std::string text(message, strnlen(message, kMaxReplyMessage));
+    ReplyHeader h;
+    h.status = static_cast<uint32_t>(status);
+    h.payloadBytes = static_cast<uint32_t>(text.size());
+    std::vector<uint8_t> buf(ReplyHeader::kBytes + text.size());
+    h.encode(buf.data());
+    memcpy(buf.data() + ReplyHeader::kBytes, text.data(), text.size());
+    size_t done = 0;
+    (void)writeAvailable(c->sock.fd(), buf.data(), buf.size(), &done);
+  }
+
+  void distribute() {
+    ReplyHeader h;
+    h.nranks = nranks_;
+    h.payloadBytes = nranks_ * static_cast<uint32_t>(SocketAddress::kWireBytes);
+    std::vector<uint8_t> buf(ReplyHeader::kBytes + h.payloadBytes);
+    h.encode(buf.data());
+    for (uint32_t r = 0; r < nranks_; ++r) {
+      addresses_[r].encode(buf.data() + ReplyHeader::kBytes + r * SocketAddress::kWireBytes);
+    }
+    for (uint32_t r = 0; r < nranks_; ++r) {
+      std::string who = "rank " + std::to_string(r) + " at " + registered_[r]->from.toString();
+      // A failure here is that rank's problem (it will time out or see the reset); the others go on.
+      if (registered_[r]->sock.sendAll(buf.data(), buf.size(), deadline_, nullptr, who.c_str()) != Result::kSuccess) {
+        MIXCCL_WARN("bootstrap root %s: could not send the address table to %s", addr_.toString().c_str(), who.c_str());
+      }
+    }
+    MIXCCL_INFO(log::kBootstrap, "bootstrap root %s: all %u ranks registered; table sent", addr_.toString().c_str(),
+                nranks_);
+  }
+
+  void giveUp(double seconds) {
+    std::string missing;
+    int listed = 0;
+    for (uint32_t r = 0; r < nranks_ && listed < 16; ++r) {
+      if (!registered_[r]) {
+        if (listed++ > 0) missing += ',';
+        missing += std::to_string(r);
+      }
+    }
+    if (nranks_ == 0) missing = "all (no rank registered)";
+    char why[kMaxReplyMessage];
+    snprintf(why, sizeof(why),
+             "bootstrap root %s gave up after %.1f s: %u of %u ranks registered, missing ranks %s%s; check that "
+             "every rank started and received the same unique id (MIXCCL_TIMEOUT sets the limit)",
+             addr_.toString().c_str(), seconds, registeredCount_, nranks_, missing.c_str(), listed == 16 ? ",..." : "");
+    MIXCCL_WARN("%s", why);
+    for (auto& c : registered_) {
+      if (c) sendError(c.get(), Result::kRemoteError, why);
+    }
+  }
+
+  Socket listener_;
+  SocketAddress addr_;
+  uint64_t commHash_;
+  uint8_t secret_[16];
+  Deadline deadline_;
+  uint32_t nranks_ = 0;  // 0 until the first valid registration fixes it
+  uint32_t registeredCount_ = 0;
+  std::vector<std::unique_ptr<RootConn>> pending_;
+  std::vector<std::unique_ptr<RootConn>> registered_;
+  std::vector<SocketAddress> addresses_;
+};
+
+}  // namespace
+
+Result startRoot(SocketAddress* addr, uint64_t commHash, const uint8_t secret[16]) {
+  Socket listener;
+  MIXCCL_TRY(Socket::listen(addr, &listener));
+  try {
+    auto root = std::make_unique<Root>(std::move(listener), *addr, commHash, secret);
+    std::thread([root = std::move(root)]() {
+      pthread_setname_np(pthread_self(), "mixccl-root");
+      root->run();
+    }).detach();
+  } catch (const std::exception& e) {
+    return fail(Result::kSystemError, "cannot start the bootstrap root thread for %s: %s", addr->toString().c_str(),
+                e.what());
+  }
+  return Result::kSuccess;
+}
+
+}  // namespace bootstrap
+
+using namespace bootstrap;
+
+void UniqueIdData::encode(uint8_t out[kBytes]) const {
+  WireWriter w(out, kBytes);
+  w.u32(kIdMagic);
+  w.u32(kProtocolVersion);
+  w.u64(commHash);
+  w.bytes(secret, 16, 16);
+  uint8_t a[SocketAddress::kWireBytes];
+  root.encode(a);
+  w.bytes(a, sizeof(a), sizeof(a));
+  w.u32(flags);
+  // bytes 56..127 stay zero (reserved)
+}
+
+Result UniqueIdData::decode(const uint8_t in[kBytes], UniqueIdData* out) {
+  WireReader r(in, kBytes);
+  uint32_t magic = r.u32();
+  uint32_t version = r.u32();
+  if (magic != kIdMagic) {
+    return fail(Result::kInvalidArgument,
+                "the ncclUniqueId is not a mixccl id (magic 0x%08x, expected 0x%08x): pass every rank the id that "
+                "ncclGetUniqueId returned on one rank, unmodified",
+                magic, kIdMagic);
+  }
+  if (version != kProtocolVersion) {
+    return fail(Result::kInvalidUsage,
+                "the ncclUniqueId was made by a mixccl speaking bootstrap protocol %u; this build speaks %u: run "
+                "compatible mixccl builds on all ranks",
+                version, kProtocolVersion);
+  }
+  UniqueIdData d;
+  d.commHash = r.u64();
+  memcpy(d.secret, r.here(), 16);
+  r.skip(16);
+  MIXCCL_TRY(SocketAddress::decode(r.here(), &d.root));
+  r.skip(SocketAddress::kWireBytes);
+  d.flags = r.u32();
+  *out = d;
+  return Result::kSuccess;
+}
+
+Result createUniqueId(UniqueIdData* id, bool honourCommIdEnv) {
+  *id = UniqueIdData{};
+  const std::string& commId = config::getString(config::Knob::kCommId);
+  if (honourCommIdEnv && !commId.empty()) {
+    // Every process must derive the same id from the string alone, so nothing here is secret:
+    // such jobs are only as private as the network (PROTOCOL.md).
+    MIXCCL_TRY(parseHostPort(commId, &id->root));
+    if (id->root.port() == 0) {
+      return fail(Result::kInvalidArgument, "NCCL_COMM_ID=%s needs a fixed port other than 0", commId.c_str());
+    }
+    const std::string salted = "mixccl-secret:" + commId;
+    id->commHash = fnv1a64(commId.data(), commId.size());
+    uint64_t s0 = fnv1a64(salted.data(), salted.size());
+    uint64_t s1 = fnv1a64(&s0, sizeof(s0));
+    memcpy(id->secret, &s0, 8);
+    memcpy(id->secret + 8, &s1, 8);
+    id->flags = UniqueIdData::kRootStartedByRank0;
+    MIXCCL_INFO(log::kBootstrap, "unique id from NCCL_COMM_ID=%s (rank 0 will start the root)", commId.c_str());
+    return Result::kSuccess;
+  }
+  uint8_t random[24];
+  size_t got = 0;
+  while (got < sizeof(random)) {
+    ssize_t n = getrandom(random + got, sizeof(random) - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return fail(Result::kSystemError, "getrandom failed: %s; cannot make a unique id", strerror(errno));
+    got += static_cast<size_t>(n);
+  }
+  memcpy(&id->commHash, random, 8);
+  memcpy(id->secret, random + 8, 16);
+  MIXCCL_TRY(findListenAddress(&id->root, nullptr));
+  MIXCCL_TRY(startRoot(&id->root, id->commHash, id->secret));
+  return Result::kSuccess;
+}
+
+}  // namespace mixccl

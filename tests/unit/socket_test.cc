@@ -1,0 +1,290 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+#include "src/common/socket.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "src/common/config.h"
+
+namespace mixccl {
+namespace {
+
+using std::chrono::milliseconds;
+
+SocketAddress loopback(uint16_t port = 0) {
+  SocketAddress a;
+  EXPECT_EQ(parseHostPort("127.0.0.1:" + std::to_string(port), &a), Result::kSuccess);
+  return a;
+}
+
+// A connected pair over loopback: `client` connected to `server`.
+void makePair(Socket* client, Socket* server) {
+  SocketAddress addr = loopback();
+  Socket listener;
+  ASSERT_EQ(Socket::listen(&addr, &listener), Result::kSuccess);
+  ASSERT_NE(addr.port(), 0);
+  ASSERT_EQ(Socket::connect(addr, Clock::now() + std::chrono::seconds(5), nullptr, client), Result::kSuccess);
+  Result r = Result::kInProgress;
+  for (int i = 0; i < 500 && r == Result::kInProgress; ++i) {
+    r = listener.accept(server);
+    if (r == Result::kInProgress) std::this_thread::sleep_for(milliseconds(2));
+  }
+  ASSERT_EQ(r, Result::kSuccess);
+}
+
+double secondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+class EnvGuard {
+ public:
+  EnvGuard(const char* name, const char* value) : name_(name) {
+    setenv(name, value, 1);
+    config::resetForTesting();
+  }
+  ~EnvGuard() {
+    unsetenv(name_);
+    config::resetForTesting();
+  }
+
+ private:
+  const char* name_;
+};
+
+TEST(SocketAddress, ParsesIpv4Ipv6AndNames) {
+  SocketAddress a;
+  ASSERT_EQ(parseHostPort("10.1.2.3:29500", &a), Result::kSuccess);
+  EXPECT_EQ(a.family(), AF_INET);
+  EXPECT_EQ(a.port(), 29500);
+  EXPECT_EQ(a.toString(), "10.1.2.3:29500");
+
+  ASSERT_EQ(parseHostPort("[::1]:80", &a), Result::kSuccess);
+  EXPECT_EQ(a.family(), AF_INET6);
+  EXPECT_EQ(a.port(), 80);
+  EXPECT_EQ(a.toString(), "[::1]:80");
+
+  ASSERT_EQ(parseHostPort("localhost:7", &a), Result::kSuccess);
+  EXPECT_EQ(a.port(), 7);
+  EXPECT_TRUE(a.family() == AF_INET || a.family() == AF_INET6);
+}
+
+TEST(SocketAddress, RejectsMalformedText) {
+  SocketAddress a;
+  for (const char* bad : {"", "nohost", ":80", "1.2.3.4:", "1.2.3.4:65536", "1.2.3.4:-1", "1.2.3.4:12x", "[::1]80",
+                          "[::1:80", "no-such-host.invalid:80"}) {
+    EXPECT_NE(parseHostPort(bad, &a), Result::kSuccess) << bad;
+  }
+}
+
+TEST(SocketAddress, WireRoundTrip) {
+  for (const char* text : {"192.168.7.9:65535", "[fd00::1234:5]:1", "127.0.0.1:0"}) {
+    SocketAddress a;
+    ASSERT_EQ(parseHostPort(text, &a), Result::kSuccess);
+    uint8_t wire[SocketAddress::kWireBytes];
+    a.encode(wire);
+    SocketAddress b;
+    ASSERT_EQ(SocketAddress::decode(wire, &b), Result::kSuccess);
+    EXPECT_EQ(b.toString(), a.toString());
+    EXPECT_EQ(b.length, a.length);
+  }
+  // Byte layout is fixed by PROTOCOL.md: family, port (big-endian), address.
+  SocketAddress a;
+  ASSERT_EQ(parseHostPort("1.2.3.4:258", &a), Result::kSuccess);
+  uint8_t wire[SocketAddress::kWireBytes];
+  a.encode(wire);
+  const uint8_t expect[8] = {0, 4, 1, 2, 1, 2, 3, 4};
+  EXPECT_EQ(memcmp(wire, expect, sizeof(expect)), 0);
+  for (size_t i = 8; i < sizeof(wire); ++i) EXPECT_EQ(wire[i], 0);
+}
+
+TEST(SocketAddress, DecodeRejectsUnknownFamily) {
+  uint8_t wire[SocketAddress::kWireBytes] = {0, 5};
+  SocketAddress b;
+  EXPECT_EQ(SocketAddress::decode(wire, &b), Result::kInvalidArgument);
+}
+
+TEST(FindListenAddress, DefaultPicksAnAddress) {
+  SocketAddress a;
+  std::string ifname;
+  ASSERT_EQ(findListenAddress(&a, &ifname), Result::kSuccess);
+  EXPECT_FALSE(ifname.empty());
+  EXPECT_EQ(a.port(), 0);
+  // Whatever it picked must be usable for listening.
+  Socket s;
+  EXPECT_EQ(Socket::listen(&a, &s), Result::kSuccess);
+}
+
+TEST(FindListenAddress, HonoursIfnameAndFamily) {
+  {
+    EnvGuard g("NCCL_SOCKET_IFNAME", "=lo");
+    SocketAddress a;
+    std::string ifname;
+    ASSERT_EQ(findListenAddress(&a, &ifname), Result::kSuccess);
+    EXPECT_EQ(ifname, "lo");
+  }
+  {
+    EnvGuard g("NCCL_SOCKET_IFNAME", "=no-such-interface0");
+    SocketAddress a;
+    EXPECT_NE(findListenAddress(&a, nullptr), Result::kSuccess);
+  }
+  {
+    // Excluding everything a host could have leaves nothing.
+    EnvGuard g("NCCL_SOCKET_IFNAME", "^a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q,r,s,t,u,v,w,x,y,z");
+    SocketAddress a;
+    EXPECT_NE(findListenAddress(&a, nullptr), Result::kSuccess);
+  }
+  {
+    EnvGuard g("NCCL_SOCKET_FAMILY", "AF_INET");
+    SocketAddress a;
+    ASSERT_EQ(findListenAddress(&a, nullptr), Result::kSuccess);
+    EXPECT_EQ(a.family(), AF_INET);
+  }
+  {
+    EnvGuard g("NCCL_SOCKET_FAMILY", "AF_UNIX");
+    SocketAddress a;
+    EXPECT_EQ(findListenAddress(&a, nullptr), Result::kInvalidArgument);
+  }
+}
+
+TEST(Socket, SendRecvLargeBuffer) {
+  Socket client, server;
+  ASSERT_NO_FATAL_FAILURE(makePair(&client, &server));
+  std::vector<uint8_t> out(8 << 20), in(out.size());
+  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<uint8_t>(i * 131 + 7);
+  const Deadline deadline = Clock::now() + std::chrono::seconds(20);
+  Result sent = Result::kInternalError;
+  std::thread t([&] { sent = client.sendAll(out.data(), out.size(), deadline, nullptr, "test server"); });
+  EXPECT_EQ(server.recvAll(in.data(), in.size(), deadline, nullptr, "test client"), Result::kSuccess);
+  t.join();
+  EXPECT_EQ(sent, Result::kSuccess);
+  EXPECT_EQ(in, out);
+}
+
+TEST(Socket, SomeAddsToDoneAndNeverBlocks) {
+  Socket client, server;
+  ASSERT_NO_FATAL_FAILURE(makePair(&client, &server));
+  uint8_t buf[16] = {};
+  size_t done = 5;
+  EXPECT_EQ(server.recvSome(buf, sizeof(buf), &done, "client"), Result::kSuccess);
+  EXPECT_EQ(done, 5u);  // nothing there: success, nothing added
+  const char msg[] = "hello";
+  size_t sent = 0;
+  ASSERT_EQ(client.sendSome(msg, 5, &sent, "server"), Result::kSuccess);
+  EXPECT_EQ(sent, 5u);
+  size_t got = 0;
+  const auto start = Clock::now();
+  while (got < 5 && secondsSince(start) < 5)
+    ASSERT_EQ(server.recvSome(buf + got, 5 - got, &got, "c"), Result::kSuccess);
+  EXPECT_EQ(memcmp(buf, "hello", 5), 0);
+}
+
+TEST(Socket, DeadlineExpiryIsBounded) {
+  Socket client, server;
+  ASSERT_NO_FATAL_FAILURE(makePair(&client, &server));
+  uint8_t buf[4];
+  const auto start = Clock::now();
+  EXPECT_EQ(server.recvAll(buf, sizeof(buf), Clock::now() + milliseconds(300), nullptr, "silent peer"),
+            Result::kRemoteError);
+  double took = secondsSince(start);
+  EXPECT_GE(took, 0.29);
+  EXPECT_LT(took, 1.0);
+  EXPECT_NE(lastError().find("timed out"), std::string::npos) << lastError();
+  EXPECT_NE(lastError().find("silent peer"), std::string::npos) << lastError();
+}
+
+TEST(Socket, AbortFlagIsObservedQuickly) {
+  Socket client, server;
+  ASSERT_NO_FATAL_FAILURE(makePair(&client, &server));
+  std::atomic<bool> abortFlag{false};
+  std::thread t([&] {
+    std::this_thread::sleep_for(milliseconds(150));
+    abortFlag = true;
+  });
+  uint8_t buf[4];
+  const auto start = Clock::now();
+  EXPECT_EQ(server.recvAll(buf, sizeof(buf), Clock::now() + std::chrono::seconds(30), &abortFlag, "peer"),
+            Result::kRemoteError);
+  const double took = secondsSince(start);
+  t.join();
+  EXPECT_LT(took, 0.15 + 0.2);
+  EXPECT_NE(lastError().find("aborted"), std::string::npos) << lastError();
+}
+
+TEST(Socket, EofIsRemoteError) {
+  Socket client, server;
+  ASSERT_NO_FATAL_FAILURE(makePair(&client, &server));
+  const char two[2] = {1, 2};
+  ASSERT_EQ(client.sendAll(two, 2, Clock::now() + std::chrono::seconds(5), nullptr, "s"), Result::kSuccess);
+  client.close();
+  uint8_t buf[4];
+  const auto start = Clock::now();
+  EXPECT_EQ(server.recvAll(buf, sizeof(buf), Clock::now() + std::chrono::seconds(30), nullptr, "rank 9"),
+            Result::kRemoteError);
+  EXPECT_LT(secondsSince(start), 1.0);
+  EXPECT_NE(lastError().find("rank 9"), std::string::npos) << lastError();
+  // Sending into a closed peer fails too (EPIPE/ECONNRESET), without SIGPIPE killing the test.
+  std::vector<uint8_t> big(1 << 20);
+  Result r = Result::kSuccess;
+  Socket c2, s2;
+  ASSERT_NO_FATAL_FAILURE(makePair(&c2, &s2));
+  s2.close();
+  for (int i = 0; i < 50 && ok(r); ++i) {
+    r = c2.sendAll(big.data(), big.size(), Clock::now() + std::chrono::seconds(2), nullptr, "closed peer");
+  }
+  EXPECT_EQ(r, Result::kRemoteError);
+}
+
+TEST(Socket, ConnectRetriesUntilListenerAppears) {
+  // Learn a free port, release it, and listen on it again only after the client started trying.
+  SocketAddress addr = loopback();
+  {
+    Socket probe;
+    ASSERT_EQ(Socket::listen(&addr, &probe), Result::kSuccess);
+  }
+  Socket late;
+  std::thread t([&] {
+    std::this_thread::sleep_for(milliseconds(300));
+    SocketAddress a = addr;
+    EXPECT_EQ(Socket::listen(&a, &late), Result::kSuccess);
+  });
+  Socket client;
+  const auto start = Clock::now();
+  Result r = Socket::connect(addr, Clock::now() + std::chrono::seconds(10), nullptr, &client);
+  t.join();
+  EXPECT_EQ(r, Result::kSuccess) << lastError();
+  EXPECT_GE(secondsSince(start), 0.25);
+}
+
+TEST(Socket, ConnectGivesUpAtDeadlineAndOnAbort) {
+  SocketAddress addr = loopback();
+  {
+    Socket probe;
+    ASSERT_EQ(Socket::listen(&addr, &probe), Result::kSuccess);
+  }
+  Socket client;
+  auto start = Clock::now();
+  EXPECT_EQ(Socket::connect(addr, Clock::now() + milliseconds(400), nullptr, &client), Result::kRemoteError);
+  EXPECT_LT(secondsSince(start), 1.0);
+  EXPECT_NE(lastError().find(addr.toString()), std::string::npos) << lastError();
+
+  std::atomic<bool> abortFlag{true};
+  start = Clock::now();
+  EXPECT_EQ(Socket::connect(addr, Clock::now() + std::chrono::seconds(30), &abortFlag, &client), Result::kRemoteError);
+  EXPECT_LT(secondsSince(start), 0.2);
+}
+
+TEST(Socket, DefaultDeadlineFollowsTimeoutKnob) {
+  EnvGuard g("MIXCCL_TIMEOUT", "7");
+  const auto before = Clock::now();
+  const Deadline d = defaultDeadline();
+  const auto after = Clock::now();
+  EXPECT_GE(d - before, std::chrono::seconds(7));
+  EXPECT_LE(d - after, std::chrono::seconds(7));
+}
+
+}  // namespace
+}  // namespace mixccl
