@@ -17,8 +17,8 @@
 
 namespace mixccl::log {
 
-Level gLevel = Level::kNone;
-uint64_t gSubsys = kInit | kEnv;
+std::atomic<Level> gLevel{Level::kNone};
+std::atomic<uint64_t> gSubsys{kInit | kEnv};
 
 namespace {
 
@@ -86,12 +86,12 @@ std::string expandPath(const std::string& pattern) {
 void load() {
   gethostname(gHost, sizeof(gHost) - 1);
   if (char* dot = strchr(gHost, '.')) *dot = '\0';
-  gLevel = parseLevel(config::getString(config::Knob::kDebug));
-  gSubsys = parseSubsys(config::getString(config::Knob::kDebugSubsys));
+  const Level level = parseLevel(config::getString(config::Knob::kDebug));
+  gSubsys.store(parseSubsys(config::getString(config::Knob::kDebugSubsys)), std::memory_order_relaxed);
   std::shared_ptr<spdlog::logger> logger;
   const std::string& file = config::getString(config::Knob::kDebugFile);
   try {
-    if (!file.empty() && gLevel != Level::kNone) {
+    if (!file.empty() && level != Level::kNone) {
       auto sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(expandPath(file), false);
       logger = std::make_shared<spdlog::logger>("mixccl", sink);
     }
@@ -104,6 +104,7 @@ void load() {
   logger->flush_on(spdlog::level::trace);
   std::lock_guard<std::mutex> lock(gMutex);
   gLogger = std::move(logger);
+  gLevel.store(level, std::memory_order_relaxed);  // after the logger exists
 }
 
 const char* levelName(Level level) {

@@ -8,6 +8,7 @@
 // and NCCL_DEBUG_FILE (%h = hostname, %p = pid). The macros test level and subsystem before any
 // formatting happens, so a disabled log line costs one load and a compare. spdlog/fmt stay in log.cc.
 
+#include <atomic>
 #include <cstdint>
 
 namespace mixccl::log {
@@ -32,13 +33,16 @@ enum Subsys : uint64_t {
 };
 
 // Current thresholds; read once from the environment (reinit() re-reads, for tests).
-extern Level gLevel;
-extern uint64_t gSubsys;
+// Atomics because tests (and ncclResetDebugInit) may re-read the environment while other threads
+// log; relaxed loads cost the same as plain ones on the hot path.
+extern std::atomic<Level> gLevel;
+extern std::atomic<uint64_t> gSubsys;
 void init();
 void reinit();
 
 inline bool enabled(Level level, uint64_t subsys) {
-  return static_cast<int>(level) <= static_cast<int>(gLevel) && (level <= Level::kWarn || (subsys & gSubsys) != 0);
+  return static_cast<int>(level) <= static_cast<int>(gLevel.load(std::memory_order_relaxed)) &&
+         (level <= Level::kWarn || (subsys & gSubsys.load(std::memory_order_relaxed)) != 0);
 }
 
 void write(Level level, uint64_t subsys, const char* fmt, ...) __attribute__((format(printf, 3, 4)));

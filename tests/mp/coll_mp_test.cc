@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+// Ranks as real processes (fork) over shm and over TCP: collectives with exact checks, grouped
+// send/recv, split, and no shared-memory segment left behind afterwards.
+
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <nccl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "src/common/config.h"
+
+namespace {
+
+int countShmSegments() {
+  int n = 0;
+  if (DIR* d = opendir("/dev/shm")) {
+    while (dirent* e = readdir(d)) n += std::string(e->d_name).rfind("mixccl-", 0) == 0 ? 1 : 0;
+    closedir(d);
+  }
+  return n;
+}
+
+#define RANK_CHECK(cond, ...)                         \
+  do {                                                \
+    if (!(cond)) {                                    \
+      fprintf(stderr, "rank %d: ", rank);             \
+      fprintf(stderr, __VA_ARGS__);                   \
+      fprintf(stderr, " (%s)\n", ncclGetLastError(nullptr)); \
+      return 1;                                       \
+    }                                                 \
+  } while (0)
+
+// The body of one rank process; returns its exit status.
+int runRank(int rank, int n, const ncclUniqueId& id) {
+  ncclComm_t comm = nullptr;
+  RANK_CHECK(ncclCommInitRank(&comm, n, id, rank) == ncclSuccess, "init failed");
+  // A multi-chunk all-reduce (4 MiB of floats), exact.
+  std::vector<float> v(1 << 20);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>((i + rank) % 4);
+  RANK_CHECK(ncclAllReduce(v.data(), v.data(), v.size(), ncclFloat32, ncclSum, comm, nullptr) == ncclSuccess,
+             "allreduce");
+  for (size_t i = 0; i < v.size(); ++i) {
+    float want = 0;
+    for (int r = 0; r < n; ++r) want += static_cast<float>((i + r) % 4);
+    RANK_CHECK(v[i] == want, "allreduce element %zu = %g, want %g", i, v[i], want);
+  }
+  // All-to-all of int64 blocks.
+  const size_t block = 10007;
+  std::vector<int64_t> a(n * block), b(n * block);
+  for (int p = 0; p < n; ++p) {
+    for (size_t i = 0; i < block; ++i) a[p * block + i] = rank * 1000000 + p * 10000 + static_cast<int64_t>(i);
+  }
+  RANK_CHECK(ncclAlltoAll(a.data(), b.data(), block, ncclInt64, comm, nullptr) == ncclSuccess, "alltoall");
+  for (int p = 0; p < n; ++p) {
+    for (size_t i = 0; i < block; ++i) {
+      RANK_CHECK(b[p * block + i] == p * 1000000 + rank * 10000 + static_cast<int64_t>(i), "alltoall block %d", p);
+    }
+  }
+  // Ring exchange with grouped send/recv, and a broadcast from the last rank.
+  std::vector<int> out(333, rank), in(333, -1);
+  RANK_CHECK(ncclGroupStart() == ncclSuccess, "group start");
+  ncclSend(out.data(), out.size(), ncclInt32, (rank + 1) % n, comm, nullptr);
+  ncclRecv(in.data(), in.size(), ncclInt32, (rank + n - 1) % n, comm, nullptr);
+  RANK_CHECK(ncclGroupEnd() == ncclSuccess, "group end");
+  RANK_CHECK(in[332] == (rank + n - 1) % n, "ring exchange got %d", in[332]);
+  RANK_CHECK(ncclBroadcast(out.data(), in.data(), 333, ncclInt32, n - 1, comm, nullptr) == ncclSuccess, "bcast");
+  RANK_CHECK(in[0] == n - 1, "broadcast got %d", in[0]);
+  // Split into halves and all-reduce in each.
+  ncclComm_t half = nullptr;
+  RANK_CHECK(ncclCommSplit(comm, rank % 2, rank, &half, nullptr) == ncclSuccess, "split");
+  int halfSize = 0;
+  ncclCommCount(half, &halfSize);
+  int one = 1;
+  RANK_CHECK(ncclAllReduce(&one, &one, 1, ncclInt32, ncclSum, half, nullptr) == ncclSuccess, "half allreduce");
+  RANK_CHECK(one == halfSize, "half allreduce got %d of %d", one, halfSize);
+  RANK_CHECK(ncclCommDestroy(half) == ncclSuccess, "destroy half");
+  RANK_CHECK(ncclCommDestroy(comm) == ncclSuccess, "destroy");
+  return 0;
+}
+
+struct Param {
+  const char* transport;
+  int nranks;
+};
+
+class CollMpTest : public ::testing::TestWithParam<Param> {};
+
+TEST_P(CollMpTest, CollectivesAcrossProcesses) {
+  setenv("NCCL_SHM_DISABLE", std::string(GetParam().transport) == "tcp" ? "1" : "0", 1);
+  setenv("MIXCCL_TIMEOUT", "120", 1);
+  mixccl::config::resetForTesting();
+  const int before = countShmSegments();
+  const int n = GetParam().nranks;
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  std::vector<pid_t> pids;
+  for (int r = 0; r < n; ++r) {
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      int status = runRank(r, n, id);
+      fflush(nullptr);
+      _exit(status);
+    }
+    pids.push_back(pid);
+  }
+  for (int r = 0; r < n; ++r) {
+    int status = 0;
+    ASSERT_EQ(waitpid(pids[r], &status, 0), pids[r]);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "rank " << r << " status " << status;
+  }
+  EXPECT_EQ(countShmSegments(), before) << "shared-memory segments left in /dev/shm";
+}
+
+INSTANTIATE_TEST_SUITE_P(Processes, CollMpTest,
+                         ::testing::Values(Param{"shm", 2}, Param{"shm", 3}, Param{"shm", 4}, Param{"tcp", 2},
+                                           Param{"tcp", 3}, Param{"tcp", 4}),
+                         [](const auto& info) {
+                           return std::string(info.param.transport) + "_np" + std::to_string(info.param.nranks);
+                         });
+
+}  // namespace

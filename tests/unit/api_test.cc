@@ -1,0 +1,306 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+// The communicator life cycle through the public API (ranks as threads): every init flavour,
+// split, shrink, revoke, finalize/destroy/abort, queries, memory and registration calls, and
+// the messages of ncclGetLastError.
+
+#include <gtest/gtest.h>
+#include <nccl.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "src/common/config.h"
+#include "tests/support/rank_threads.h"
+
+namespace mixccl::testing {
+namespace {
+
+class ApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    unsetenv("NCCL_COMM_ID");
+    setenv("MIXCCL_TIMEOUT", "60", 1);
+    config::resetForTesting();
+  }
+};
+
+// Sums {rank+1} over the communicator and checks the result.
+void expectAllReduceWorks(ncclComm_t comm) {
+  int n = 0, rank = 0;
+  ASSERT_EQ(ncclCommCount(comm, &n), ncclSuccess);
+  ASSERT_EQ(ncclCommUserRank(comm, &rank), ncclSuccess);
+  std::vector<int> v(1000, rank + 1);
+  ASSERT_EQ(ncclAllReduce(v.data(), v.data(), v.size(), ncclInt32, ncclSum, comm, nullptr), ncclSuccess)
+      << ncclGetLastError(comm);
+  for (int x : v) ASSERT_EQ(x, n * (n + 1) / 2);
+}
+
+TEST_F(ApiTest, VersionAndErrorStrings) {
+  int version = 0;
+  ASSERT_EQ(ncclGetVersion(&version), ncclSuccess);
+  EXPECT_EQ(version, NCCL_VERSION_CODE);
+  EXPECT_EQ(version, 22809);
+  EXPECT_EQ(ncclGetVersion(nullptr), ncclInvalidArgument);
+  EXPECT_NE(std::string(ncclGetLastError(nullptr)).find("version"), std::string::npos);
+  for (int r = 0; r < ncclNumResults; ++r) EXPECT_STRNE(ncclGetErrorString(static_cast<ncclResult_t>(r)), "");
+  EXPECT_STREQ(ncclGetErrorString(static_cast<ncclResult_t>(99)), "unknown result code");
+}
+
+TEST_F(ApiTest, InitAllAndGroupedCollectivesFromOneThread) {
+  constexpr int kRanks = 4;
+  ncclComm_t comms[kRanks];
+  int devs[kRanks] = {3, 2, 1, 0};
+  ASSERT_EQ(ncclCommInitAll(comms, kRanks, devs), ncclSuccess) << ncclGetLastError(nullptr);
+  std::vector<std::vector<float>> bufs(kRanks, std::vector<float>(4099));
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < kRanks; ++r) {
+    int dev = -1;
+    ASSERT_EQ(ncclCommCuDevice(comms[r], &dev), ncclSuccess);
+    EXPECT_EQ(dev, devs[r]);
+    std::fill(bufs[r].begin(), bufs[r].end(), static_cast<float>(r));
+    ASSERT_EQ(ncclAllReduce(bufs[r].data(), bufs[r].data(), bufs[r].size(), ncclFloat32, ncclMax, comms[r], nullptr),
+              ncclSuccess);
+  }
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+  for (int r = 0; r < kRanks; ++r) {
+    for (float x : bufs[r]) ASSERT_EQ(x, kRanks - 1.0f);
+    EXPECT_EQ(ncclCommDestroy(comms[r]), ncclSuccess);
+  }
+}
+
+TEST_F(ApiTest, SeveralRanksInitialisedInsideOneGroup) {
+  constexpr int kRanks = 3;
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  ncclComm_t comms[kRanks];
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < kRanks; ++r) ASSERT_EQ(ncclCommInitRank(&comms[r], kRanks, id, r), ncclSuccess);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+  for (int r = 0; r < kRanks; ++r) {
+    ncclResult_t async = ncclInProgress;
+    ASSERT_EQ(ncclCommGetAsyncError(comms[r], &async), ncclSuccess);
+    EXPECT_EQ(async, ncclSuccess);
+  }
+  for (int r = 0; r < kRanks; ++r) EXPECT_EQ(ncclCommDestroy(comms[r]), ncclSuccess);
+}
+
+TEST_F(ApiTest, NonBlockingInitIsPolledWithGetAsyncError) {
+  constexpr int kRanks = 2;
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  ncclComm_t comms[kRanks];
+  for (int r = 0; r < kRanks; ++r) {
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    config.commName = "nonblocking";
+    ncclResult_t res = ncclCommInitRankConfig(&comms[r], kRanks, id, r, &config);
+    ASSERT_TRUE(res == ncclInProgress || res == ncclSuccess) << ncclGetErrorString(res);
+  }
+  for (int r = 0; r < kRanks; ++r) {
+    ncclResult_t async = ncclInProgress;
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (async == ncclInProgress && std::chrono::steady_clock::now() < until) {
+      ASSERT_EQ(ncclCommGetAsyncError(comms[r], &async), ncclSuccess);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ASSERT_EQ(async, ncclSuccess);
+  }
+  std::vector<std::thread> threads;
+  for (int r = 0; r < kRanks; ++r) threads.emplace_back([&, r] { expectAllReduceWorks(comms[r]); });
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < kRanks; ++r) {
+    EXPECT_EQ(ncclCommFinalize(comms[r]), ncclSuccess);
+    EXPECT_EQ(ncclCommDestroy(comms[r]), ncclSuccess);
+  }
+}
+
+TEST_F(ApiTest, ConfigIsValidated) {
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  ncclComm_t comm = reinterpret_cast<ncclComm_t>(0x1);
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.magic = 0x12345678;
+  EXPECT_EQ(ncclCommInitRankConfig(&comm, 1, id, 0, &config), ncclInvalidArgument);
+  EXPECT_EQ(comm, nullptr);
+  EXPECT_NE(std::string(ncclGetLastError(nullptr)).find("magic"), std::string::npos);
+  config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 7;
+  EXPECT_EQ(ncclCommInitRankConfig(&comm, 1, id, 0, &config), ncclInvalidArgument);
+  // An older, smaller config (as an application built against an older header passes) is read
+  // only up to its size.
+  ncclConfig_t small = NCCL_CONFIG_INITIALIZER;
+  small.size = offsetof(ncclConfig_t, netName);
+  small.blocking = 1;
+  ASSERT_EQ(ncclCommInitRankConfig(&comm, 1, id, 0, &small), ncclSuccess) << ncclGetLastError(nullptr);
+  expectAllReduceWorks(comm);
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+}
+
+TEST_F(ApiTest, BadArgumentsAreRejectedWithMessages) {
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  ncclComm_t comm = nullptr;
+  EXPECT_EQ(ncclCommInitRank(nullptr, 1, id, 0), ncclInvalidArgument);
+  EXPECT_EQ(ncclCommInitRank(&comm, 0, id, 0), ncclInvalidArgument);
+  EXPECT_EQ(ncclCommInitRank(&comm, 2, id, 2), ncclInvalidArgument);
+  EXPECT_NE(std::string(ncclGetLastError(nullptr)).find("rank 2"), std::string::npos);
+  ncclUniqueId garbage;
+  memset(&garbage, 0x5a, sizeof(garbage));
+  EXPECT_EQ(ncclCommInitRank(&comm, 1, garbage, 0), ncclInvalidArgument);
+  ASSERT_EQ(ncclCommInitRank(&comm, 1, id, 0), ncclSuccess) << ncclGetLastError(nullptr);
+  float x = 1;
+  EXPECT_EQ(ncclAllReduce(&x, &x, 1, static_cast<ncclDataType_t>(12), ncclSum, comm, nullptr), ncclInvalidArgument);
+  EXPECT_EQ(ncclAllReduce(&x, &x, 1, ncclFloat32, static_cast<ncclRedOp_t>(77), comm, nullptr), ncclInvalidArgument);
+  EXPECT_EQ(ncclAllReduce(nullptr, &x, 1, ncclFloat32, ncclSum, comm, nullptr), ncclInvalidArgument);
+  EXPECT_NE(std::string(ncclGetLastError(comm)).find("sendbuff"), std::string::npos);
+  EXPECT_EQ(ncclAllReduce(nullptr, nullptr, 0, ncclFloat32, ncclSum, comm, nullptr), ncclSuccess);
+  EXPECT_EQ(ncclBroadcast(&x, &x, 1, ncclFloat32, 1, comm, nullptr), ncclInvalidArgument);
+  EXPECT_EQ(ncclSend(&x, 1, ncclFloat32, -1, comm, nullptr), ncclInvalidArgument);
+  EXPECT_EQ(ncclAllGather(&x, &x, SIZE_MAX / 2, ncclFloat32, comm, nullptr), ncclInvalidArgument);
+  EXPECT_EQ(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, nullptr, nullptr), ncclInvalidArgument);
+  EXPECT_EQ(ncclGroupEnd(), ncclInvalidUsage);
+  // An error inside a group is reported by the call and again by ncclGroupEnd.
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  EXPECT_EQ(ncclAllReduce(nullptr, &x, 1, ncclFloat32, ncclSum, comm, nullptr), ncclInvalidArgument);
+  EXPECT_EQ(ncclGroupEnd(), ncclInvalidArgument);
+  ASSERT_EQ(ncclCommDestroy(comm), ncclSuccess);
+  // A destroyed communicator is not dereferenced.
+  EXPECT_EQ(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, nullptr), ncclInvalidArgument);
+  EXPECT_NE(std::string(ncclGetLastError(nullptr)).find("not a live communicator"), std::string::npos);
+  EXPECT_EQ(ncclCommDestroy(comm), ncclInvalidArgument);
+}
+
+TEST_F(ApiTest, FinalizedAndRevokedCommunicatorsRefuseWork) {
+  runRanks(2, [](int rank, ncclComm_t comm) {
+    float x = 1;
+    ASSERT_EQ(ncclCommRevoke(comm, 5), ncclInvalidArgument);
+    ASSERT_EQ(ncclCommRevoke(comm, NCCL_REVOKE_DEFAULT), ncclSuccess);
+    EXPECT_EQ(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, nullptr), ncclInvalidUsage);
+    EXPECT_NE(std::string(ncclGetLastError(comm)).find("revoked"), std::string::npos);
+  });
+  runRanks(2, [](int rank, ncclComm_t comm) {
+    float x = 1;
+    ASSERT_EQ(ncclCommFinalize(comm), ncclSuccess);
+    EXPECT_EQ(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, nullptr), ncclInvalidUsage);
+  });
+}
+
+TEST_F(ApiTest, SplitByColorAndKey) {
+  constexpr int kRanks = 5;
+  runRanks(kRanks, [](int rank, ncclComm_t comm) {
+    ncclComm_t sub = nullptr;
+    int color = rank == 4 ? NCCL_SPLIT_NOCOLOR : rank % 2;
+    ASSERT_EQ(ncclCommSplit(comm, color, -rank, &sub, nullptr), ncclSuccess) << ncclGetLastError(comm);
+    if (color == NCCL_SPLIT_NOCOLOR) {
+      EXPECT_EQ(sub, nullptr);
+      return;
+    }
+    ASSERT_NE(sub, nullptr);
+    int n = 0, subRank = -1;
+    ASSERT_EQ(ncclCommCount(sub, &n), ncclSuccess);
+    ASSERT_EQ(ncclCommUserRank(sub, &subRank), ncclSuccess);
+    EXPECT_EQ(n, 2);  // {0,2} and {1,3}
+    // key = -rank orders the higher parent rank first.
+    EXPECT_EQ(subRank, rank >= 2 ? 0 : 1);
+    expectAllReduceWorks(sub);
+    EXPECT_EQ(ncclCommDestroy(sub), ncclSuccess);
+  });
+}
+
+TEST_F(ApiTest, ShrinkExcludesRanks) {
+  constexpr int kRanks = 4;
+  runRanks(kRanks, [](int rank, ncclComm_t comm) {
+    int exclude[] = {1};
+    if (rank == 1) return;  // the excluded rank does not take part
+    ncclComm_t small = nullptr;
+    ASSERT_EQ(ncclCommShrink(comm, exclude, 1, &small, nullptr, NCCL_SHRINK_DEFAULT), ncclSuccess)
+        << ncclGetLastError(comm);
+    int n = 0, newRank = -1;
+    ASSERT_EQ(ncclCommCount(small, &n), ncclSuccess);
+    ASSERT_EQ(ncclCommUserRank(small, &newRank), ncclSuccess);
+    EXPECT_EQ(n, 3);
+    EXPECT_EQ(newRank, rank == 0 ? 0 : rank - 1);
+    expectAllReduceWorks(small);
+    EXPECT_EQ(ncclCommDestroy(small), ncclSuccess);
+  });
+}
+
+TEST_F(ApiTest, CommIdFromEnvironment) {
+  setenv("NCCL_COMM_ID", "127.0.0.1:45719", 1);
+  config::resetForTesting();
+  runRanks(3, [](int, ncclComm_t comm) { expectAllReduceWorks(comm); });
+  unsetenv("NCCL_COMM_ID");
+  config::resetForTesting();
+}
+
+TEST_F(ApiTest, InitRankScalable) {
+  constexpr int kRanks = 3;
+  ncclUniqueId ids[2];
+  ASSERT_EQ(ncclGetUniqueId(&ids[0]), ncclSuccess);
+  ASSERT_EQ(ncclGetUniqueId(&ids[1]), ncclSuccess);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < kRanks; ++r) {
+    threads.emplace_back([&, r] {
+      ncclComm_t comm = nullptr;
+      ASSERT_EQ(ncclCommInitRankScalable(&comm, kRanks, r, 2, ids, nullptr), ncclSuccess) << ncclGetLastError(nullptr);
+      expectAllReduceWorks(comm);
+      EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+    });
+  }
+  for (auto& t : threads) t.join();
+}
+
+TEST_F(ApiTest, MemoryRegistrationAndRedOps) {
+  runRanks(2, [](int rank, ncclComm_t comm) {
+    void* p = nullptr;
+    ASSERT_EQ(ncclMemAlloc(&p, 1 << 20), ncclSuccess);
+    ASSERT_NE(p, nullptr);
+    void* handle = nullptr;
+    ASSERT_EQ(ncclCommRegister(comm, p, 1 << 20, &handle), ncclSuccess);
+    ncclWindow_t win = nullptr;
+    ASSERT_EQ(ncclCommWindowRegister(comm, p, 1 << 20, &win, NCCL_WIN_COLL_SYMMETRIC), ncclSuccess);
+    auto* f = static_cast<double*>(p);
+    for (int i = 0; i < 100; ++i) f[i] = rank + 1;
+    double scalar = 0.5;
+    ncclRedOp_t op;
+    ASSERT_EQ(ncclRedOpCreatePreMulSum(&op, &scalar, ncclFloat64, ncclScalarHostImmediate, comm), ncclSuccess);
+    scalar = 100;  // host-immediate: the value was captured at creation
+    ASSERT_EQ(ncclAllReduce(f, f, 100, ncclFloat64, op, comm, nullptr), ncclSuccess) << ncclGetLastError(comm);
+    EXPECT_EQ(f[99], 1.5);
+    EXPECT_EQ(ncclAllReduce(f, f, 100, ncclFloat32, op, comm, nullptr), ncclInvalidArgument);
+    ASSERT_EQ(ncclRedOpDestroy(op, comm), ncclSuccess);
+    EXPECT_EQ(ncclRedOpDestroy(op, comm), ncclInvalidArgument);
+    EXPECT_EQ(ncclRedOpDestroy(ncclSum, comm), ncclInvalidArgument);
+    EXPECT_EQ(ncclCommWindowDeregister(comm, win), ncclSuccess);
+    EXPECT_EQ(ncclCommDeregister(comm, handle), ncclSuccess);
+    EXPECT_EQ(ncclCommDeregister(comm, handle), ncclInvalidArgument);
+    EXPECT_EQ(ncclMemFree(p), ncclSuccess);
+  });
+}
+
+TEST_F(ApiTest, AbortFromAnotherThreadUnblocksACall) {
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  ncclComm_t comms[2];
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < 2; ++r) ASSERT_EQ(ncclCommInitRank(&comms[r], 2, id, r), ncclSuccess);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  // Rank 0 calls an all-reduce that rank 1 never joins; abort releases it.
+  std::vector<float> v(1 << 20, 1.0f);
+  ncclResult_t res = ncclSuccess;
+  auto start = std::chrono::steady_clock::now();
+  std::thread blocked([&] { res = ncclAllReduce(v.data(), v.data(), v.size(), ncclFloat32, ncclSum, comms[0], nullptr); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(ncclCommAbort(comms[0]), ncclSuccess);
+  blocked.join();
+  EXPECT_NE(res, ncclSuccess);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  EXPECT_EQ(ncclCommAbort(comms[1]), ncclSuccess);
+}
+
+}  // namespace
+}  // namespace mixccl::testing
