@@ -24,6 +24,28 @@
 // lane are delivered in order, so step i's recv matches the peer's i-th send to this rank.
 // Deadlock freedom therefore rests on each schedule never waiting for a message that the sender
 // posts only after a message it waits for itself; each algorithm file argues why that holds.
+// Every schedule here is deadlock-free with any FIFO depth >= 1 (one slot per connection),
+// including the rings (see ring_pass.h for why that needs care).
+//
+// Guarantees every schedule built here gives the engine (checked by algorithms/sim.h)
+//  - count > 0 on every step; a step that sends or receives has count <= chunkElems. Local
+//    steps (no peer) may be larger.
+//  - Without a reduction a step never has both a message and a src, and never sets finalize.
+//  - pre() once: in a reduction every element of a rank's Input is read exactly once, inside a
+//    combining step (the engine applies pre() exactly when src == kInput), and Input is read in
+//    no other way. Values that came from elsewhere (messages, kOutput) are never pre()'d again.
+//  - finalize once: per output element exactly one step in the whole collective sets finalize:
+//    the step that first produces the element's final reduced value (on the rank that completes
+//    it). Ranks that then receive that final value copy it without finalize; reductions over
+//    one rank are a local Input -> Output step with finalize. So the engine's post() (integer
+//    average: divide by nranks) runs once per element.
+//  - In-place: correct when Input and Output alias as NCCL's in-place forms do - AllReduce,
+//    Broadcast (root), Reduce (root): the same pointer; AllGather: Input = Output + rank*count;
+//    ReduceScatter: Output = Input + rank*count; Gather (root): Input = Output + root*count;
+//    Scatter (root): Output = Input + root*count. No step reads Input memory that an earlier step
+//    wrote. Where a step reads and writes the very same elements (e.g. the root's Input -> Output
+//    copy of an in-place Broadcast) src and dst coincide exactly, never partially; the engine may
+//    skip such a copy. AlltoAll in place is not supported (NCCL does not support it either).
 
 #include <cstdint>
 #include <vector>
@@ -43,7 +65,7 @@ struct Step {
   Buf dst = Buf::kNone;  // local result
   uint64_t dstOffset = 0;
   uint64_t count = 0;     // elements in the message / regions (> 0)
-  bool finalize = false;  // this step produces the final reduced value of its elements
+  bool finalize = false;  // this step produces the final reduced value of its elements: apply post()
 };
 
 // What a collective call means, in the terms of NCCL's API (counts as the user passed them).
@@ -51,8 +73,8 @@ struct CollArgs {
   CollKind kind = CollKind::kAllReduce;
   int rank = 0;
   int nranks = 1;
-  int root = 0;       // Broadcast/Reduce/Gather/Scatter root; Send/Recv peer
-  uint64_t count = 0;  // NCCL's count argument (per-rank count for AllGather/ReduceScatter/...)
+  int root = 0;             // Broadcast/Reduce/Gather/Scatter root; Send/Recv peer
+  uint64_t count = 0;       // NCCL's count argument (per-rank count for AllGather/ReduceScatter/...)
   uint64_t chunkElems = 1;  // max elements per message (>= 1)
 };
 
@@ -64,7 +86,12 @@ struct Schedule {
 // (nranks < 1, rank/root out of range, chunkElems == 0). Count 0 gives an empty schedule.
 Result buildSchedule(const CollArgs& args, Schedule* out);
 
-// Elements of Input / Output a rank needs for `args` (for bounds checks and the simulator).
+// Elements of Input / Output a rank needs for `args` (for bounds checks and the simulator), in
+// NCCL's count semantics: AllReduce/Broadcast/Reduce count; AllGather in count, out n*count;
+// ReduceScatter in n*count, out count; AlltoAll n*count both; Gather in count, out n*count on the
+// root; Scatter in n*count on the root, out count; Send in count; Recv out count. Buffers NCCL
+// ignores report 0 (Broadcast's Input and Reduce's Output off the root, Gather's Output and
+// Scatter's Input off the root). Only meaningful for arguments buildSchedule() accepts.
 uint64_t inputElems(const CollArgs& args);
 uint64_t outputElems(const CollArgs& args);
 

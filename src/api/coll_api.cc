@@ -113,9 +113,10 @@ ncclResult_t submit(const CollCall& c) {
   return apiGuard(c.fn, [&]() -> Result {
     Communicator* comm = nullptr;
     Result r = mixccl::api::lookupReadyComm(c.fn, c.comm, &comm);
-    if (r == Result::kSuccess) r = validate(c, comm);
     if (r != Result::kSuccess) return mixccl::group::noteError(r);
     mixccl::log::RankScope scope(comm->rank());
+    r = validate(c, comm);
+    if (r != Result::kSuccess) return mixccl::group::noteError(r);
     auto op = std::make_unique<mixccl::Op>();
     op->comm = comm;
     op->kind = c.kind;

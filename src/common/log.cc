@@ -92,7 +92,7 @@ void load() {
   const std::string& file = config::getString(config::Knob::kDebugFile);
   try {
     if (!file.empty() && level != Level::kNone) {
-      auto sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(expandPath(file), false);
+      auto sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(expandPath(file), /*truncate=*/true);
       logger = std::make_shared<spdlog::logger>("mixccl", sink);
     }
   } catch (const std::exception& e) {
@@ -147,11 +147,7 @@ void write(Level level, uint64_t subsys, const char* fmt, ...) {
   }
   if (!logger) return;
   long tid = syscall(SYS_gettid);
-  if (level == Level::kVersion) {
-    logger->info("{}:{}:{}{} NCCL {}", gHost, getpid(), tid, rank, msg);
-  } else {
-    logger->info("{}:{}:{}{} NCCL {} {}", gHost, getpid(), tid, rank, levelName(level), msg);
-  }
+  logger->info("{}:{}:{}{} NCCL {} {}", gHost, getpid(), tid, rank, levelName(level), msg);
 }
 
 }  // namespace mixccl::log

@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+#pragma once
+
+// Internal to algorithms/: the per-algorithm builders that schedule.cc dispatches to, and the
+// small helpers they share. Every builder is called with arguments already validated by
+// buildSchedule() (ranks and root in range, chunkElems >= 1, count > 0, no size overflow) and
+// appends this rank's steps to an empty schedule.
+
+#include <algorithm>
+#include <cstdint>
+
+#include "algorithms/schedule.h"
+
+namespace mixccl::algo {
+
+void buildRingAllReduce(const CollArgs& a, Schedule* s);
+void buildRingReduceScatter(const CollArgs& a, Schedule* s);
+void buildRingAllGather(const CollArgs& a, Schedule* s);
+void buildRingBroadcast(const CollArgs& a, Schedule* s);
+void buildRingReduce(const CollArgs& a, Schedule* s);
+void buildPairwiseAlltoAll(const CollArgs& a, Schedule* s);
+void buildDirectGather(const CollArgs& a, Schedule* s);
+void buildDirectScatter(const CollArgs& a, Schedule* s);
+void buildSend(const CollArgs& a, Schedule* s);
+void buildRecv(const CollArgs& a, Schedule* s);
+
+// Calls f(offset, len) for consecutive pieces of [0, count), each at most `chunk` long.
+template <class F>
+inline void forEachChunk(uint64_t count, uint64_t chunk, F&& f) {
+  for (uint64_t off = 0; off < count; off += chunk) f(off, std::min(chunk, count - off));
+}
+
+// Ring neighbours; `k` may be any value in [-nranks, nranks].
+inline int ringPeer(int rank, int k, int nranks) { return ((rank + k) % nranks + nranks) % nranks; }
+
+// A step with no message: dst = src (through post() when finalize is set).
+inline Step localCopy(Buf src, uint64_t srcOffset, Buf dst, uint64_t dstOffset, uint64_t count, bool finalize) {
+  Step st;
+  st.src = src;
+  st.srcOffset = srcOffset;
+  st.dst = dst;
+  st.dstOffset = dstOffset;
+  st.count = count;
+  st.finalize = finalize;
+  return st;
+}
+
+}  // namespace mixccl::algo

@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+
+// Ring all-reduce = ring reduce-scatter followed by ring all-gather, over n segments.
+//
+// What: every rank ends with the element-wise reduction over all ranks of `count` elements.
+//
+// How: the buffer is processed in rounds of up to n*chunkElems elements. A round of m elements is
+// split into n segments as evenly as possible (segment b has floor(m/n) elements, one more for
+// b < m mod n, so with m < n the high segments are empty; chains over empty segments are skipped
+// by every rank alike, so the link orders still agree). Each round is two ring passes
+// (ring_pass.h):
+//   reduce-scatter pass, chain from rank o reduces segment o-1:
+//     origin   : send  Input[seg]                                 -> next
+//     relay    : recv prev + Input[seg]                           -> next
+//     terminal : recv prev + Input[seg] -> Output[seg], finalize       (rank o-1 owns segment o-1)
+//   all-gather pass, chain from rank o spreads segment o (which rank o just finalized):
+//     origin   : Output[seg]                                      -> next
+//     relay    : recv prev -> Output[seg]                         and -> next
+//     terminal : recv prev -> Output[seg]
+// Rounds follow each other directly, so round j+1 streams behind round j around the ring and a
+// message never exceeds chunkElems (a segment is at most ceil(n*chunk / n) = chunk elements).
+// Filling the low segments first keeps ring_pass.h's anchor property when chains are skipped: the
+// anchor's terminal in the reduce-scatter pass is segment 0 and its pure send in the all-gather
+// pass is segment 0, both present whenever the round is non-empty, so rank 0 never has sent more
+// messages than it has received when it needs a slot (the test suite checks depth 1 for every
+// segment pattern with up to 16 ranks).
+//
+// Invariants
+//  - Each rank reads each Input element exactly once, inside a reduction (pre() applies there).
+//  - finalize is set once per element: on the reduce-scatter terminal, the step that produces the
+//    final value. The all-gather pass only copies final values and never finalizes again.
+//  - In-place (NCCL: Output == Input): Output[seg] is first written by the reduce-scatter terminal,
+//    the same step that reads Input[seg] for the last time; the all-gather pass writes only
+//    segments of the current round, all of which this rank already read in the first pass.
+//
+// Cost (n ranks, c = count, k = number of rounds = ceil(c / (n*chunkElems))): 2n steps per rank
+// and round, 2(n-1) messages sent per rank and round, about 2(n-1)/n * c elements sent per rank
+// (exactly: per round, every segment but the one it terminates in each pass). n == 1 is one
+// local step Input -> Output with finalize.
+
+#include "algorithms/builders.h"
+#include "algorithms/ring_pass.h"
+
+namespace mixccl::algo {
+
+void buildRingAllReduce(const CollArgs& a, Schedule* s) {
+  const int n = a.nranks;
+  if (n == 1) {
+    s->steps.push_back(localCopy(Buf::kInput, 0, Buf::kOutput, 0, a.count, /*finalize=*/true));
+    return;
+  }
+  const int prev = ringPeer(a.rank, -1, n);
+  const int next = ringPeer(a.rank, 1, n);
+  const uint64_t un = static_cast<uint64_t>(n);
+  const uint64_t roundElems = a.chunkElems > UINT64_MAX / un ? UINT64_MAX : a.chunkElems * un;
+  forEachChunk(a.count, roundElems, [&](uint64_t roundOff, uint64_t m) {
+    const uint64_t base = m / un;
+    const uint64_t extra = m % un;
+    auto segOffset = [&](int b) { return roundOff + b * base + std::min<uint64_t>(b, extra); };
+    auto segCount = [&](int b) { return base + (static_cast<uint64_t>(b) < extra ? 1 : 0); };
+
+    forEachRingStep(a.rank, n, [&](int origin, RingRole role) {
+      const int seg = ringPeer(origin, -1, n);
+      if (segCount(seg) == 0) return;
+      Step st;
+      st.src = Buf::kInput;
+      st.srcOffset = segOffset(seg);
+      st.count = segCount(seg);
+      if (role != RingRole::kOrigin) st.recvPeer = prev;
+      if (role != RingRole::kTerminal) {
+        st.sendPeer = next;
+      } else {
+        st.dst = Buf::kOutput;
+        st.dstOffset = segOffset(seg);
+        st.finalize = true;
+      }
+      s->steps.push_back(st);
+    });
+
+    forEachRingStep(a.rank, n, [&](int origin, RingRole role) {
+      const int seg = origin;
+      if (segCount(seg) == 0) return;
+      Step st;
+      st.count = segCount(seg);
+      if (role == RingRole::kOrigin) {
+        st.src = Buf::kOutput;
+        st.srcOffset = segOffset(seg);
+      } else {
+        st.recvPeer = prev;
+        st.dst = Buf::kOutput;
+        st.dstOffset = segOffset(seg);
+      }
+      if (role != RingRole::kTerminal) st.sendPeer = next;
+      s->steps.push_back(st);
+    });
+  });
+}
+
+}  // namespace mixccl::algo

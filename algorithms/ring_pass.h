@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+#pragma once
+
+// One pass around the ring: the building block of ring reduce-scatter, all-gather and all-reduce.
+//
+// Terms. A pass moves n "chains" (n = nranks >= 2). Chain o starts at rank o (its origin), hops
+// o -> o+1 -> ... and ends at rank o+n-1 = o-1 (its terminal); every hop is one message on the
+// link r -> r+1. Rank r sits at position p = (r - o) mod n of chain o:
+//   p == 0      origin:   no receive, one send            (a pure send)
+//   0 < p < n-1 relay:    receive, combine, send in ONE step
+//   p == n-1    terminal: receive, combine, no send       (a pure receive)
+// What is carried and combined (partial sums, gathered blocks) is up to the caller; the pass only
+// fixes who does what in which order. Per pass each rank sends n-1 and receives n-1 messages.
+//
+// Order. Rank r runs its chains by position, 0, 1, ..., n-1, except that chain 0 (the one rank 0
+// originates) is moved to the end of every rank's pass. Both sides of every link then agree on
+// the order of its messages: rank r sends chain r-p at position p, which rank r+1 runs at
+// position p+1, so position order is preserved hop by hop, and chain 0 is last on both sides.
+//
+// Why chain 0 moves (deadlock freedom with FIFO depth 1). With the plain position order every
+// rank starts a pass with a pure send, so all n links fill up; with one slot per link the next
+// step of every rank (a relay, which needs a free slot downstream) then waits forever. Moving
+// chain 0 makes rank 0 an "anchor" that runs its relays, its terminal and only then its pure send.
+// Let s_r / q_r count the messages rank r has sent / received (over all passes so far). Then
+//   anchor:     s_0 - q_0 is 0, or -1 between its terminal and its pure send;
+//   other rank: s_r - q_r is 1 between its pure send and its terminal, else 0.
+// Suppose no rank can run a step and some rank is unfinished; D >= 1 is the FIFO depth.
+//  (a) Some link r -> r+1 holds a message. Then rank r+1 is unfinished, and blocked although its
+//      message is there, so it waits for a slot: link r+1 -> r+2 is full. Around the ring every
+//      link is full, so n*D = sum(s_r - q_{r+1}) = sum(s_r - q_r) <= n - 1: impossible.
+//  (b) Every link is empty. No rank is at a pure send (it could run), so the anchor's term is 0,
+//      and as the sum is 0 every other term is 0: rank n-1 is between passes, where its next step
+//      is a pure send, so it is finished; then rank 0 has received everything and, not being at
+//      its pure send, is finished; then rank 1 has received everything and is finished, and so on
+//      around the ring: everybody is finished, a contradiction.
+// The argument needs every chain of a pass to be present; all-reduce skips the chains of empty
+// segments and keeps the anchor property by construction (see ring_all_reduce.cc), and
+// tests/unit/schedule_test.cc checks depth 1 for every configuration it runs (the system is
+// persistent - no step ever disables another - so one interleaving decides deadlock).
+//
+// Cost of a pass: n steps per rank, n-1 messages sent and received per rank, each the size of
+// one chain's payload; latency about n-1 + (n-1) hops, because chain 0 trails the other chains.
+// Consecutive passes stream back to back: the next pass begins while later ranks finish this one.
+
+namespace mixccl::algo {
+
+enum class RingRole { kOrigin, kRelay, kTerminal };
+
+// Calls visit(origin, role) for the n steps of rank `rank` in one pass, in execution order.
+template <class F>
+inline void forEachRingStep(int rank, int nranks, F&& visit) {
+  auto roleAt = [nranks](int p) {
+    return p == 0 ? RingRole::kOrigin : (p == nranks - 1 ? RingRole::kTerminal : RingRole::kRelay);
+  };
+  for (int p = 0; p < nranks; ++p) {
+    if (p == rank) continue;  // chain 0: deferred to the end
+    visit((rank - p + nranks) % nranks, roleAt(p));
+  }
+  visit(0, roleAt(rank));
+}
+
+}  // namespace mixccl::algo

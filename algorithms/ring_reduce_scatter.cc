@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+
+// Ring reduce-scatter.
+//
+// What: Input holds n blocks of `count` elements (block b at b*count); rank r ends with the
+// reduction over all ranks of block r in Output[0, count).
+//
+// How: the buffer is cut into rounds; round j takes the piece [j*chunk, j*chunk + len) of every
+// block (len <= chunkElems, so every message fits one slot). Each round is one ring pass
+// (ring_pass.h): the chain that originates at rank o reduces block o-1, so it collects every
+// rank's contribution on its way and ends, complete, at rank o-1, the block's owner.
+//   origin   : send  Input[b]                          -> next
+//   relay    : recv prev + Input[b]                     -> next
+//   terminal : recv prev + Input[b] -> Output, finalize
+// Rounds run back to back, so later rounds stream behind earlier ones around the ring.
+//
+// Invariants
+//  - Each rank reads each element of its Input exactly once, inside a reduction (the engine
+//    applies pre() there, so it must happen once per contribution).
+//  - finalize is set only on the terminal step, the one that produces the final value; nobody
+//    receives a final value, so it is applied once per output element.
+//  - In-place (NCCL: Output = Input + rank*count): Output[j-piece] is written only by the terminal
+//    step of round j, which is also the one step that reads the aliased Input piece. Reads of the
+//    other blocks never touch Output.
+//
+// Cost (n ranks, c = count, k = ceil(c / chunkElems)): n*k steps per rank, (n-1)*k messages sent
+// per rank, (n-1)*c elements sent per rank ((n-1)/n of the input); n == 1 is one local step.
+
+#include "algorithms/builders.h"
+#include "algorithms/ring_pass.h"
+
+namespace mixccl::algo {
+
+void buildRingReduceScatter(const CollArgs& a, Schedule* s) {
+  const int n = a.nranks;
+  if (n == 1) {
+    s->steps.push_back(localCopy(Buf::kInput, 0, Buf::kOutput, 0, a.count, /*finalize=*/true));
+    return;
+  }
+  const int prev = ringPeer(a.rank, -1, n);
+  const int next = ringPeer(a.rank, 1, n);
+  forEachChunk(a.count, a.chunkElems, [&](uint64_t off, uint64_t len) {
+    forEachRingStep(a.rank, n, [&](int origin, RingRole role) {
+      const uint64_t block = static_cast<uint64_t>(ringPeer(origin, -1, n));
+      Step st;
+      st.src = Buf::kInput;
+      st.srcOffset = block * a.count + off;
+      st.count = len;
+      if (role != RingRole::kOrigin) st.recvPeer = prev;
+      if (role != RingRole::kTerminal) {
+        st.sendPeer = next;
+      } else {
+        st.dst = Buf::kOutput;
+        st.dstOffset = off;
+        st.finalize = true;
+      }
+      s->steps.push_back(st);
+    });
+  });
+}
+
+}  // namespace mixccl::algo

@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+
+// Argument checks, buffer sizes and the choice of algorithm per collective. Today every
+// collective has exactly one algorithm (ring for the reduction and gather/scatter-to-all kinds,
+// pairwise for all-to-all, direct for gather/scatter); a tuner choosing among several would
+// plug in here.
+
+#include "algorithms/schedule.h"
+
+#include <cstdint>
+
+#include "algorithms/builders.h"
+
+namespace mixccl::algo {
+namespace {
+
+bool isRooted(CollKind k) {
+  switch (k) {
+    case CollKind::kBroadcast:
+    case CollKind::kReduce:
+    case CollKind::kGather:
+    case CollKind::kScatter:
+    case CollKind::kSend:
+    case CollKind::kRecv:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Kinds whose buffers hold nranks * count elements on some rank.
+bool scalesWithRanks(CollKind k) {
+  return k == CollKind::kAllGather || k == CollKind::kReduceScatter || k == CollKind::kAlltoAll ||
+         k == CollKind::kGather || k == CollKind::kScatter;
+}
+
+uint64_t timesRanks(const CollArgs& a) { return static_cast<uint64_t>(a.nranks) * a.count; }
+
+}  // namespace
+
+Result buildSchedule(const CollArgs& a, Schedule* out) {
+  if (out == nullptr) return fail(Result::kInternalError, "buildSchedule called without an output schedule");
+  out->steps.clear();
+  const unsigned kind = static_cast<unsigned>(a.kind);
+  if (kind > static_cast<unsigned>(CollKind::kRecv)) {
+    return fail(Result::kInvalidArgument, "unknown collective kind %u", kind);
+  }
+  if (a.nranks < 1) {
+    return fail(Result::kInvalidArgument, "%s: nranks is %d, it must be at least 1", collName(a.kind), a.nranks);
+  }
+  if (a.rank < 0 || a.rank >= a.nranks) {
+    return fail(Result::kInvalidArgument, "%s: rank %d is outside [0, %d)", collName(a.kind), a.rank, a.nranks);
+  }
+  if (isRooted(a.kind) && (a.root < 0 || a.root >= a.nranks)) {
+    return fail(Result::kInvalidArgument, "%s on rank %d: %s %d is outside [0, %d)", collName(a.kind), a.rank,
+                a.kind == CollKind::kSend || a.kind == CollKind::kRecv ? "peer" : "root", a.root, a.nranks);
+  }
+  if (a.chunkElems == 0) {
+    return fail(Result::kInvalidArgument,
+                "%s on rank %d: chunkElems is 0; the message slot must hold at least one element (raise "
+                "MIXCCL_CHUNK_SIZE to at least the datatype size)",
+                collName(a.kind), a.rank);
+  }
+  if (scalesWithRanks(a.kind) && a.count > UINT64_MAX / static_cast<uint64_t>(a.nranks)) {
+    return fail(Result::kInvalidArgument, "%s on rank %d: count %llu times %d ranks overflows", collName(a.kind),
+                a.rank, static_cast<unsigned long long>(a.count), a.nranks);
+  }
+  if (a.count == 0) return Result::kSuccess;
+
+  switch (a.kind) {
+    case CollKind::kAllReduce:
+      buildRingAllReduce(a, out);
+      break;
+    case CollKind::kBroadcast:
+      buildRingBroadcast(a, out);
+      break;
+    case CollKind::kReduce:
+      buildRingReduce(a, out);
+      break;
+    case CollKind::kAllGather:
+      buildRingAllGather(a, out);
+      break;
+    case CollKind::kReduceScatter:
+      buildRingReduceScatter(a, out);
+      break;
+    case CollKind::kAlltoAll:
+      buildPairwiseAlltoAll(a, out);
+      break;
+    case CollKind::kGather:
+      buildDirectGather(a, out);
+      break;
+    case CollKind::kScatter:
+      buildDirectScatter(a, out);
+      break;
+    case CollKind::kSend:
+      buildSend(a, out);
+      break;
+    case CollKind::kRecv:
+      buildRecv(a, out);
+      break;
+  }
+  return Result::kSuccess;
+}
+
+uint64_t inputElems(const CollArgs& a) {
+  const bool isRoot = a.rank == a.root;
+  switch (a.kind) {
+    case CollKind::kAllReduce:
+    case CollKind::kReduce:
+    case CollKind::kAllGather:
+    case CollKind::kGather:
+    case CollKind::kSend:
+      return a.count;
+    case CollKind::kBroadcast:
+      return isRoot ? a.count : 0;
+    case CollKind::kReduceScatter:
+    case CollKind::kAlltoAll:
+      return timesRanks(a);
+    case CollKind::kScatter:
+      return isRoot ? timesRanks(a) : 0;
+    case CollKind::kRecv:
+      return 0;
+  }
+  return 0;
+}
+
+uint64_t outputElems(const CollArgs& a) {
+  const bool isRoot = a.rank == a.root;
+  switch (a.kind) {
+    case CollKind::kAllReduce:
+    case CollKind::kBroadcast:
+    case CollKind::kReduceScatter:
+    case CollKind::kScatter:
+    case CollKind::kRecv:
+      return a.count;
+    case CollKind::kReduce:
+      return isRoot ? a.count : 0;
+    case CollKind::kAllGather:
+    case CollKind::kAlltoAll:
+      return timesRanks(a);
+    case CollKind::kGather:
+      return isRoot ? timesRanks(a) : 0;
+    case CollKind::kSend:
+      return 0;
+  }
+  return 0;
+}
+
+}  // namespace mixccl::algo

@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+#include "algorithms/sim.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <string>
+
+namespace mixccl::algo {
+namespace {
+
+using Message = std::vector<SimCell>;
+
+struct ActorState {
+  size_t next = 0;       // index of the next step to run
+  bool checked = false;  // steps[next] passed the shape and bounds checks
+  uint64_t srcBase = 0;  // arena index of steps[next]'s src / dst (valid when checked)
+  uint64_t dstBase = 0;
+  std::vector<uint8_t> written;  // per arena cell: some step already wrote it
+};
+
+const char* bufName(Buf b) { return b == Buf::kInput ? "Input" : b == Buf::kOutput ? "Output" : "none"; }
+
+class Simulator {
+ public:
+  Simulator(std::vector<SimActor>& actors, const SimOptions& o) : actors_(actors), opt_(o) {}
+
+  Result run(SimStats* stats) {
+    MIXCCL_TRY(setUp());
+    SimStats st;
+    for (;;) {
+      bool advanced = false;
+      bool allDone = true;
+      for (size_t i = 0; i < actors_.size(); ++i) {
+        if (state_[i].next >= actors_[i].schedule.steps.size()) continue;
+        allDone = false;
+        bool ran = false;
+        MIXCCL_TRY(tryStep(i, &ran));
+        if (ran) {
+          advanced = true;
+          ++st.steps;
+        }
+      }
+      if (allDone) break;
+      ++st.sweeps;
+      if (!advanced)
+        return fail(Result::kInvalidUsage, "schedule deadlock (FIFO depth %zu): %s", opt_.fifoDepth,
+                    describeWaits().c_str());
+    }
+    for (size_t l = 0; l < fifos_.size(); ++l) {
+      if (!fifos_[l].empty()) {
+        return fail(Result::kInvalidUsage, "%zu message(s) from rank %zu to rank %zu were never received",
+                    fifos_[l].size(), l / opt_.nranks, l % opt_.nranks);
+      }
+    }
+    for (const SimActor& a : actors_) st.messages += a.messagesSent;
+    if (stats != nullptr) *stats = st;
+    return Result::kSuccess;
+  }
+
+ private:
+  Result setUp() {
+    if (opt_.nranks < 1 || opt_.fifoDepth < 1) {
+      return fail(Result::kInvalidArgument, "simulate: nranks %d and fifoDepth %zu must both be >= 1", opt_.nranks,
+                  opt_.fifoDepth);
+    }
+    fifos_.assign(static_cast<size_t>(opt_.nranks) * opt_.nranks, {});
+    state_.assign(actors_.size(), {});
+    for (size_t i = 0; i < actors_.size(); ++i) {
+      SimActor& a = actors_[i];
+      if (a.rank < 0 || a.rank >= opt_.nranks) {
+        return fail(Result::kInvalidArgument, "simulate: actor %zu has rank %d of %d", i, a.rank, opt_.nranks);
+      }
+      if (a.inputOffset + a.inputElems > a.arena.size() || a.outputOffset + a.outputElems > a.arena.size()) {
+        return fail(Result::kInvalidArgument, "simulate: rank %d's Input/Output windows exceed its %zu-cell arena",
+                    a.rank, a.arena.size());
+      }
+      a.inputReductionReads.assign(a.inputElems, 0);
+      a.elemsSent = 0;
+      a.messagesSent = 0;
+      state_[i].written.assign(a.arena.size(), 0);
+    }
+    return Result::kSuccess;
+  }
+
+  std::deque<Message>& link(int src, int dst) { return fifos_[static_cast<size_t>(src) * opt_.nranks + dst]; }
+
+  // Arena index of element `off` of buffer `b`, after checking [off, off+count) is inside it.
+  Result locate(const SimActor& a, size_t stepIdx, Buf b, uint64_t off, uint64_t count, uint64_t* base) {
+    const uint64_t size = b == Buf::kInput ? a.inputElems : a.outputElems;
+    if (off > size || count > size - off) {
+      return fail(Result::kInvalidUsage, "rank %d step %zu: %s[%llu, +%llu) is outside its %llu elements", a.rank,
+                  stepIdx, bufName(b), static_cast<unsigned long long>(off), static_cast<unsigned long long>(count),
+                  static_cast<unsigned long long>(size));
+    }
+    *base = (b == Buf::kInput ? a.inputOffset : a.outputOffset) + off;
+    return Result::kSuccess;
+  }
+
+  Result checkShape(const SimActor& a, size_t idx, const Step& s) {
+    auto badPeer = [&](int p) { return p < -1 || p >= opt_.nranks; };
+    if (s.count == 0) return fail(Result::kInvalidUsage, "rank %d step %zu has count 0", a.rank, idx);
+    if (badPeer(s.recvPeer) || badPeer(s.sendPeer)) {
+      return fail(Result::kInvalidUsage, "rank %d step %zu: peer (recv %d, send %d) outside [0, %d)", a.rank, idx,
+                  s.recvPeer, s.sendPeer, opt_.nranks);
+    }
+    const bool hasIn = s.recvPeer >= 0 || s.src != Buf::kNone;
+    const bool hasOut = s.sendPeer >= 0 || s.dst != Buf::kNone;
+    if (!hasIn || !hasOut) {
+      return fail(Result::kInvalidUsage, "rank %d step %zu has no %s", a.rank, idx, hasIn ? "destination" : "source");
+    }
+    if (!opt_.reduction && s.recvPeer >= 0 && s.src != Buf::kNone) {
+      return fail(Result::kInvalidUsage,
+                  "rank %d step %zu combines a message with %s in a collective without reduction", a.rank, idx,
+                  bufName(s.src));
+    }
+    if (!opt_.reduction && s.finalize) {
+      return fail(Result::kInvalidUsage, "rank %d step %zu sets finalize in a collective without reduction", a.rank,
+                  idx);
+    }
+    return Result::kSuccess;
+  }
+
+  Result tryStep(size_t ai, bool* ran) {
+    SimActor& a = actors_[ai];
+    ActorState& as = state_[ai];
+    const size_t idx = as.next;
+    const Step& s = a.schedule.steps[idx];
+    if (!as.checked) {
+      MIXCCL_TRY(checkShape(a, idx, s));
+      if (s.src != Buf::kNone) MIXCCL_TRY(locate(a, idx, s.src, s.srcOffset, s.count, &as.srcBase));
+      if (s.dst != Buf::kNone) MIXCCL_TRY(locate(a, idx, s.dst, s.dstOffset, s.count, &as.dstBase));
+      if (s.src != Buf::kNone && s.dst != Buf::kNone && as.srcBase != as.dstBase && as.srcBase < as.dstBase + s.count &&
+          as.dstBase < as.srcBase + s.count) {
+        return fail(Result::kInvalidUsage, "rank %d step %zu: %s and %s overlap partially", a.rank, idx, bufName(s.src),
+                    bufName(s.dst));
+      }
+      as.checked = true;
+    }
+    const uint64_t srcBase = as.srcBase, dstBase = as.dstBase;
+    // Resources first; nothing is consumed unless the whole step can run.
+    std::deque<Message>* in = nullptr;
+    if (s.recvPeer >= 0) {
+      in = &link(s.recvPeer, a.rank);
+      if (in->empty()) return Result::kSuccess;
+      if (in->front().size() != s.count) {
+        return fail(Result::kInvalidUsage, "rank %d step %zu expects %llu elements from rank %d, message has %zu",
+                    a.rank, idx, static_cast<unsigned long long>(s.count), s.recvPeer, in->front().size());
+      }
+    }
+    std::deque<Message>* out = nullptr;
+    if (s.sendPeer >= 0) {
+      out = &link(a.rank, s.sendPeer);
+      if (out->size() >= opt_.fifoDepth) return Result::kSuccess;
+    }
+
+    Message value = takeBuffer(s.count);
+    for (uint64_t i = 0; i < s.count; ++i) {
+      SimCell v;
+      bool have = false;
+      if (s.src != Buf::kNone) {
+        const uint64_t cell = srcBase + i;
+        v = a.arena[cell];
+        if (s.src == Buf::kInput) {
+          if (as.written[cell]) {
+            return fail(Result::kInvalidUsage,
+                        "rank %d step %zu reads Input[%llu] after an earlier step wrote that memory (in-place hazard)",
+                        a.rank, idx, static_cast<unsigned long long>(s.srcOffset + i));
+          }
+          if (opt_.reduction) {
+            ++v.contributions;  // where the engine applies pre()
+            ++a.inputReductionReads[s.srcOffset + i];
+          }
+        }
+        have = true;
+      }
+      if (in != nullptr) {
+        const SimCell& r = in->front()[i];
+        if (have) {
+          v.value = opt_.op == SimOp::kSum ? v.value + r.value : std::max(v.value, r.value);
+          v.contributions += r.contributions;
+          v.finalized += r.finalized;
+        } else {
+          v = r;
+        }
+      }
+      if (s.finalize) ++v.finalized;
+      value[i] = v;
+    }
+    if (s.dst != Buf::kNone) {
+      for (uint64_t i = 0; i < s.count; ++i) {
+        a.arena[dstBase + i] = value[i];
+        as.written[dstBase + i] = 1;
+      }
+    }
+    if (in != nullptr) {
+      spare_.push_back(std::move(in->front()));
+      in->pop_front();
+    }
+    if (out != nullptr) {
+      out->push_back(std::move(value));
+      a.elemsSent += s.count;
+      ++a.messagesSent;
+    } else {
+      spare_.push_back(std::move(value));
+    }
+    ++as.next;
+    as.checked = false;
+    *ran = true;
+    return Result::kSuccess;
+  }
+
+  // Message buffers are recycled: schedules with tiny chunks run millions of steps.
+  Message takeBuffer(uint64_t count) {
+    if (spare_.empty()) return Message(count);
+    Message m = std::move(spare_.back());
+    spare_.pop_back();
+    m.resize(count);
+    return m;
+  }
+
+  std::string describeWaits() {
+    std::string d;
+    for (size_t i = 0; i < actors_.size(); ++i) {
+      const SimActor& a = actors_[i];
+      const size_t idx = state_[i].next;
+      if (idx >= a.schedule.steps.size()) continue;
+      const Step& s = a.schedule.steps[idx];
+      char line[160];
+      if (s.recvPeer >= 0 && link(s.recvPeer, a.rank).empty()) {
+        snprintf(line, sizeof(line), "rank %d step %zu/%zu waits for a message from rank %d; ", a.rank, idx + 1,
+                 a.schedule.steps.size(), s.recvPeer);
+      } else {
+        snprintf(line, sizeof(line), "rank %d step %zu/%zu waits for a free slot to rank %d; ", a.rank, idx + 1,
+                 a.schedule.steps.size(), s.sendPeer);
+      }
+      if (d.size() + strlen(line) > 800) {
+        d += "...";
+        break;
+      }
+      d += line;
+    }
+    return d;
+  }
+
+  std::vector<SimActor>& actors_;
+  const SimOptions opt_;
+  std::vector<std::deque<Message>> fifos_;
+  std::vector<ActorState> state_;
+  std::vector<Message> spare_;
+};
+
+}  // namespace
+
+Result simulate(std::vector<SimActor>& actors, const SimOptions& options, SimStats* stats) {
+  Simulator sim(actors, options);
+  return sim.run(stats);
+}
+
+}  // namespace mixccl::algo

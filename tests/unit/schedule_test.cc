@@ -1,0 +1,594 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+
+// Every collective schedule, run through the in-memory simulator (algorithms/sim.h) for many rank
+// counts, counts, chunk sizes, roots, FIFO depths and in-place aliasings, checked against a
+// reference computed directly from the inputs. Besides the values the checks cover: finalize
+// applied exactly once per reduced output element (never for copies), every Input element read
+// exactly once by a reduction (where pre() is applied), the bytes each rank sends, and no deadlock
+// at FIFO depth 1.
+
+#include "algorithms/schedule.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "algorithms/sim.h"
+
+namespace mixccl::algo {
+namespace {
+
+constexpr int64_t kSentinel = -777777777;
+
+int64_t inputValue(int rank, uint64_t i) {
+  return static_cast<int64_t>(((rank + 1) * 1000003ull + i * 7919ull) % 2000003ull) - 1000001;
+}
+
+bool isReductionKind(CollKind k) {
+  return k == CollKind::kAllReduce || k == CollKind::kReduce || k == CollKind::kReduceScatter;
+}
+
+bool isRootedKind(CollKind k) {
+  return k == CollKind::kBroadcast || k == CollKind::kReduce || k == CollKind::kGather || k == CollKind::kScatter;
+}
+
+bool supportsInPlace(CollKind k) { return k != CollKind::kAlltoAll; }
+
+struct Case {
+  CollKind kind;
+  int nranks;
+  uint64_t count;
+  uint64_t chunk;
+  int root;
+  bool inPlace;
+  size_t depth;
+  SimOp op;
+
+  std::string str() const {
+    char b[200];
+    snprintf(b, sizeof(b), "%s n=%d count=%llu chunk=%llu root=%d %s depth=%zu op=%s", collName(kind), nranks,
+             static_cast<unsigned long long>(count), static_cast<unsigned long long>(chunk), root,
+             inPlace ? "in-place" : "out-of-place", depth, op == SimOp::kSum ? "sum" : "max");
+    return b;
+  }
+};
+
+CollArgs argsFor(const Case& c, int rank) {
+  CollArgs a;
+  a.kind = c.kind;
+  a.rank = rank;
+  a.nranks = c.nranks;
+  a.root = c.root;
+  a.count = c.count;
+  a.chunkElems = c.chunk;
+  return a;
+}
+
+// Places Input and Output in the rank's arena the way NCCL's in-place forms alias them.
+void layOut(const Case& c, int rank, SimActor* act) {
+  const CollArgs a = argsFor(c, rank);
+  const uint64_t in = inputElems(a), out = outputElems(a), r = rank;
+  act->inputElems = in;
+  act->outputElems = out;
+  uint64_t arena = in + out;
+  act->inputOffset = 0;
+  act->outputOffset = in;
+  if (c.inPlace) {
+    switch (c.kind) {
+      case CollKind::kAllReduce:
+      case CollKind::kBroadcast:
+      case CollKind::kReduce:
+        arena = std::max(in, out);  // same pointer
+        act->outputOffset = 0;
+        break;
+      case CollKind::kAllGather:  // sendbuff = recvbuff + rank*count
+        arena = out;
+        act->inputOffset = r * c.count;
+        act->outputOffset = 0;
+        break;
+      case CollKind::kReduceScatter:  // recvbuff = sendbuff + rank*count
+        arena = in;
+        act->outputOffset = r * c.count;
+        break;
+      case CollKind::kGather:  // root: sendbuff = recvbuff + root*count
+        if (rank == c.root) {
+          arena = out;
+          act->inputOffset = r * c.count;
+          act->outputOffset = 0;
+        }
+        break;
+      case CollKind::kScatter:  // root: recvbuff = sendbuff + root*count
+        if (rank == c.root) {
+          arena = in;
+          act->outputOffset = r * c.count;
+        }
+        break;
+      default:
+        break;
+    }
+  }
+  act->arena.assign(arena, SimCell{kSentinel, -100, 0});
+  for (uint64_t i = 0; i < in; ++i) act->arena[act->inputOffset + i] = SimCell{inputValue(rank, i), 0, 0};
+}
+
+// The reference: value of Output[i] on `rank`, and whether it is a reduction over all ranks.
+int64_t expected(const Case& c, int rank, uint64_t i) {
+  const uint64_t cnt = c.count;
+  auto reduceOver = [&](uint64_t inIdx) {
+    int64_t v = inputValue(0, inIdx);
+    for (int q = 1; q < c.nranks; ++q) {
+      v = c.op == SimOp::kSum ? v + inputValue(q, inIdx) : std::max(v, inputValue(q, inIdx));
+    }
+    return v;
+  };
+  switch (c.kind) {
+    case CollKind::kAllReduce:
+    case CollKind::kReduce:
+      return reduceOver(i);
+    case CollKind::kReduceScatter:
+      return reduceOver(static_cast<uint64_t>(rank) * cnt + i);
+    case CollKind::kAllGather:
+    case CollKind::kGather:
+      return inputValue(static_cast<int>(i / cnt), i % cnt);
+    case CollKind::kBroadcast:
+      return inputValue(c.root, i);
+    case CollKind::kScatter:
+      return inputValue(c.root, static_cast<uint64_t>(rank) * cnt + i);
+    case CollKind::kAlltoAll:
+      return inputValue(static_cast<int>(i / cnt), static_cast<uint64_t>(rank) * cnt + i % cnt);
+    default:
+      return 0;
+  }
+}
+
+// Elements each rank must send, by the cost stated in each algorithm file (AllReduce: the sum).
+uint64_t expectedSent(const Case& c, int rank) {
+  const uint64_t n = c.nranks, cnt = c.count;
+  const bool root = rank == c.root;
+  if (n == 1) return 0;
+  switch (c.kind) {
+    case CollKind::kReduceScatter:
+    case CollKind::kAllGather:
+    case CollKind::kAlltoAll:
+      return (n - 1) * cnt;
+    case CollKind::kBroadcast:
+      return rank == (c.root + c.nranks - 1) % c.nranks ? 0 : cnt;
+    case CollKind::kReduce:
+    case CollKind::kGather:
+      return root ? 0 : cnt;
+    case CollKind::kScatter:
+      return root ? (n - 1) * cnt : 0;
+    default:
+      return 0;
+  }
+}
+
+// Runs one case; returns "" on success, else what went wrong.
+std::string runCase(const Case& c, SimStats* statsOut = nullptr) {
+  std::vector<SimActor> actors(c.nranks);
+  for (int r = 0; r < c.nranks; ++r) {
+    actors[r].rank = r;
+    if (buildSchedule(argsFor(c, r), &actors[r].schedule) != Result::kSuccess) return "build failed: " + lastError();
+    for (const Step& s : actors[r].schedule.steps) {
+      if (s.count == 0 || ((s.recvPeer >= 0 || s.sendPeer >= 0) && s.count > c.chunk)) {
+        return "rank " + std::to_string(r) + ": a step has count 0 or a message above chunkElems";
+      }
+    }
+    layOut(c, r, &actors[r]);
+  }
+  SimOptions opt;
+  opt.nranks = c.nranks;
+  opt.reduction = isReductionKind(c.kind);
+  opt.op = c.op;
+  opt.fifoDepth = c.depth;
+  SimStats stats;
+  if (simulate(actors, opt, &stats) != Result::kSuccess) return "simulate: " + lastError();
+  if (statsOut != nullptr) *statsOut = stats;
+
+  const bool red = opt.reduction;
+  uint64_t totalSent = 0;
+  for (int r = 0; r < c.nranks; ++r) {
+    const SimActor& a = actors[r];
+    totalSent += a.elemsSent;
+    for (uint64_t i = 0; i < a.outputElems; ++i) {
+      const SimCell& got = a.arena[a.outputOffset + i];
+      const int64_t want = expected(c, r, i);
+      const int32_t wantContrib = red ? c.nranks : 0;
+      const int32_t wantFinal = red ? 1 : 0;
+      if (got.value != want || got.contributions != wantContrib || got.finalized != wantFinal) {
+        char b[256];
+        snprintf(b, sizeof(b),
+                 "rank %d Output[%llu] = %lld (contributions %d, finalized %d), want %lld (contributions %d, "
+                 "finalized %d)",
+                 r, static_cast<unsigned long long>(i), static_cast<long long>(got.value), got.contributions,
+                 got.finalized, static_cast<long long>(want), wantContrib, wantFinal);
+        return b;
+      }
+    }
+    if (red) {
+      for (uint64_t i = 0; i < a.inputElems; ++i) {
+        if (a.inputReductionReads[i] != 1) {
+          return "rank " + std::to_string(r) + " Input[" + std::to_string(i) + "] was read by reductions " +
+                 std::to_string(a.inputReductionReads[i]) + " times, want exactly once";
+        }
+      }
+    }
+    if (c.kind != CollKind::kAllReduce && a.elemsSent != expectedSent(c, r)) {
+      return "rank " + std::to_string(r) + " sent " + std::to_string(a.elemsSent) + " elements, want " +
+             std::to_string(expectedSent(c, r));
+    }
+  }
+  if (c.kind == CollKind::kAllReduce && c.nranks > 1) {
+    // Per round every rank sends every segment but one per pass: 2(n-1) * count in total.
+    const uint64_t want = 2ull * (c.nranks - 1) * c.count;
+    if (totalSent != want) return "ranks sent " + std::to_string(totalSent) + " elements, want " + std::to_string(want);
+    for (const SimActor& a : actors) {
+      const uint64_t n = c.nranks;
+      const uint64_t bound = 2 * ((n - 1) * c.count / n + (c.count + n * c.chunk - 1) / (n * c.chunk));
+      if (a.elemsSent > bound) return "a rank sent more than 2(n-1)/n of the buffer";
+    }
+  }
+  return "";
+}
+
+std::vector<int> rootsFor(CollKind kind, int n) {
+  if (!isRootedKind(kind)) return {0};
+  if (n <= 5) {
+    std::vector<int> all(n);
+    for (int r = 0; r < n; ++r) all[r] = r;
+    return all;
+  }
+  return {0, 1, n / 2, n - 1};
+}
+
+// The full matrix for one collective. To keep the suite fast, combinations with very many chunks
+// per block or very many cells are skipped, and big ones run with fewer variations; count 100003
+// still runs for every collective (up to 16 ranks where the buffers do not grow with nranks).
+void runMatrix(CollKind kind) {
+  const int kRanks[] = {1, 2, 3, 4, 5, 7, 8, 16};
+  const uint64_t kCounts[] = {0, 1, 2, 13, 1000, 100003};
+  const uint64_t kChunks[] = {1, 7, 64, 1ull << 20};
+  int cases = 0;
+  for (int n : kRanks) {
+    for (uint64_t count : kCounts) {
+      for (uint64_t chunk : kChunks) {
+        const uint64_t chunksPerBlock = (count + chunk - 1) / chunk;
+        if (chunksPerBlock > 2000) continue;
+        const uint64_t scale =
+            (kind == CollKind::kAllReduce || kind == CollKind::kBroadcast || kind == CollKind::kReduce) ? 1 : n;
+        const uint64_t work = count * scale * n;  // cells moved, roughly
+        if (work > 4000000) continue;
+        const bool big = work > 500000;
+        for (int root : rootsFor(kind, n)) {
+          if (big && root != 0 && root != n - 1) continue;
+          for (bool inPlace : {false, true}) {
+            if (inPlace && !supportsInPlace(kind)) continue;
+            for (size_t depth : {size_t{1}, size_t{4}}) {
+              if (big && (depth == 4 || chunk < 64)) continue;
+              const bool red = isReductionKind(kind);
+              for (SimOp op : {SimOp::kSum, SimOp::kMax}) {
+                if (op == SimOp::kMax && (!red || depth != 1 || big)) continue;
+                Case c{kind, n, count, chunk, root, inPlace, depth, op};
+                std::string err = runCase(c);
+                ASSERT_EQ(err, "") << c.str();
+                ++cases;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  ::testing::Test::RecordProperty("cases", cases);
+}
+
+TEST(ScheduleMatrix, AllReduce) { runMatrix(CollKind::kAllReduce); }
+TEST(ScheduleMatrix, ReduceScatter) { runMatrix(CollKind::kReduceScatter); }
+TEST(ScheduleMatrix, AllGather) { runMatrix(CollKind::kAllGather); }
+TEST(ScheduleMatrix, Broadcast) { runMatrix(CollKind::kBroadcast); }
+TEST(ScheduleMatrix, Reduce) { runMatrix(CollKind::kReduce); }
+TEST(ScheduleMatrix, AlltoAll) { runMatrix(CollKind::kAlltoAll); }
+TEST(ScheduleMatrix, Gather) { runMatrix(CollKind::kGather); }
+TEST(ScheduleMatrix, Scatter) { runMatrix(CollKind::kScatter); }
+
+// All-reduce rounds with fewer elements than ranks skip the chains of empty segments; check
+// every segment pattern (every remainder) at FIFO depth 1, in and out of place.
+TEST(ScheduleMatrix, AllReduceEverySegmentPattern) {
+  for (int n = 2; n <= 16; ++n) {
+    for (uint64_t chunk : {1ull, 2ull, 3ull}) {
+      for (uint64_t count = 1; count <= 3 * n * chunk + 1; ++count) {
+        for (bool inPlace : {false, true}) {
+          Case c{CollKind::kAllReduce, n, count, chunk, 0, inPlace, 1, SimOp::kSum};
+          ASSERT_EQ(runCase(c), "") << c.str();
+        }
+      }
+    }
+  }
+}
+
+// Every rank sends to rank+k and receives from rank-k (k = 0 is a send to self, matched by a
+// separate receive actor of the same rank, as the engine runs p2p in separate streams).
+TEST(ScheduleP2p, SendRecvPairs) {
+  for (int n : {1, 2, 3, 5, 8}) {
+    for (uint64_t count : {0ull, 1ull, 13ull, 1000ull}) {
+      for (uint64_t chunk : {1ull, 7ull, 64ull}) {
+        for (int k = 0; k < n; ++k) {
+          for (size_t depth : {size_t{1}, size_t{3}}) {
+            std::vector<SimActor> actors;
+            for (int r = 0; r < n; ++r) {
+              CollArgs a;
+              a.nranks = n;
+              a.rank = r;
+              a.count = count;
+              a.chunkElems = chunk;
+              for (CollKind kind : {CollKind::kSend, CollKind::kRecv}) {
+                a.kind = kind;
+                a.root = kind == CollKind::kSend ? (r + k) % n : (r - k + n) % n;
+                SimActor act;
+                act.rank = r;
+                ASSERT_EQ(buildSchedule(a, &act.schedule), Result::kSuccess);
+                act.inputElems = inputElems(a);
+                act.outputElems = outputElems(a);
+                act.outputOffset = act.inputElems;
+                act.arena.assign(act.inputElems + act.outputElems, SimCell{kSentinel, 0, 0});
+                for (uint64_t i = 0; i < act.inputElems; ++i) act.arena[i].value = inputValue(r, i);
+                actors.push_back(std::move(act));
+              }
+            }
+            SimOptions opt;
+            opt.nranks = n;
+            opt.fifoDepth = depth;
+            ASSERT_EQ(simulate(actors, opt), Result::kSuccess) << lastError();
+            for (const SimActor& act : actors) {
+              const int from = (act.rank - k + n) % n;
+              for (uint64_t i = 0; i < act.outputElems; ++i) {
+                ASSERT_EQ(act.arena[act.outputOffset + i].value, inputValue(from, i))
+                    << "n=" << n << " k=" << k << " count=" << count << " rank=" << act.rank;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(ScheduleArgs, InvalidArgumentsAreRejected) {
+  Schedule s;
+  CollArgs a;
+  a.count = 10;
+  a.nranks = 4;
+  a.chunkElems = 4;
+  auto expectInvalid = [&](CollArgs x, const char* what) {
+    EXPECT_EQ(buildSchedule(x, &s), Result::kInvalidArgument) << what;
+    EXPECT_FALSE(lastError().empty()) << what;
+    clearLastError();
+  };
+  CollArgs x = a;
+  x.nranks = 0;
+  x.rank = 0;
+  expectInvalid(x, "nranks 0");
+  x = a;
+  x.rank = -1;
+  expectInvalid(x, "negative rank");
+  x = a;
+  x.rank = 4;
+  expectInvalid(x, "rank == nranks");
+  x = a;
+  x.chunkElems = 0;
+  expectInvalid(x, "chunkElems 0");
+  for (CollKind k : {CollKind::kBroadcast, CollKind::kReduce, CollKind::kGather, CollKind::kScatter, CollKind::kSend,
+                     CollKind::kRecv}) {
+    x = a;
+    x.kind = k;
+    x.root = 4;
+    expectInvalid(x, collName(k));
+    x.root = -1;
+    expectInvalid(x, collName(k));
+  }
+  x = a;
+  x.kind = CollKind::kAllGather;
+  x.count = UINT64_MAX / 2;
+  expectInvalid(x, "count * nranks overflows");
+  x = a;
+  x.kind = static_cast<CollKind>(42);
+  expectInvalid(x, "unknown kind");
+  EXPECT_EQ(buildSchedule(a, nullptr), Result::kInternalError);
+
+  // Roots are ignored where NCCL has none; count 0 is an empty schedule.
+  x = a;
+  x.root = 99;
+  EXPECT_EQ(buildSchedule(x, &s), Result::kSuccess);
+  x.count = 0;
+  ASSERT_EQ(buildSchedule(x, &s), Result::kSuccess);
+  EXPECT_TRUE(s.steps.empty());
+}
+
+TEST(ScheduleArgs, BufferSizesFollowNccl) {
+  CollArgs a;
+  a.nranks = 4;
+  a.rank = 1;
+  a.root = 2;
+  a.count = 10;
+  auto sizes = [&](CollKind k) {
+    a.kind = k;
+    return std::make_pair(inputElems(a), outputElems(a));
+  };
+  using P = std::pair<uint64_t, uint64_t>;
+  EXPECT_EQ(sizes(CollKind::kAllReduce), P(10, 10));
+  EXPECT_EQ(sizes(CollKind::kBroadcast), P(0, 10));
+  EXPECT_EQ(sizes(CollKind::kReduce), P(10, 0));
+  EXPECT_EQ(sizes(CollKind::kAllGather), P(10, 40));
+  EXPECT_EQ(sizes(CollKind::kReduceScatter), P(40, 10));
+  EXPECT_EQ(sizes(CollKind::kAlltoAll), P(40, 40));
+  EXPECT_EQ(sizes(CollKind::kGather), P(10, 0));
+  EXPECT_EQ(sizes(CollKind::kScatter), P(0, 10));
+  EXPECT_EQ(sizes(CollKind::kSend), P(10, 0));
+  EXPECT_EQ(sizes(CollKind::kRecv), P(0, 10));
+  a.rank = 2;
+  EXPECT_EQ(sizes(CollKind::kBroadcast), P(10, 10));
+  EXPECT_EQ(sizes(CollKind::kReduce), P(10, 10));
+  EXPECT_EQ(sizes(CollKind::kGather), P(10, 40));
+  EXPECT_EQ(sizes(CollKind::kScatter), P(40, 10));
+}
+
+// Single-rank collectives are one local step; the reductions finalize it.
+TEST(ScheduleShape, SingleRankIsOneLocalStep) {
+  for (CollKind k : {CollKind::kAllReduce, CollKind::kReduceScatter, CollKind::kReduce, CollKind::kAllGather,
+                     CollKind::kBroadcast}) {
+    CollArgs a;
+    a.kind = k;
+    a.count = 1000;
+    a.chunkElems = 7;
+    Schedule s;
+    ASSERT_EQ(buildSchedule(a, &s), Result::kSuccess);
+    ASSERT_EQ(s.steps.size(), 1u) << collName(k);
+    const Step& st = s.steps[0];
+    EXPECT_EQ(st.recvPeer, -1);
+    EXPECT_EQ(st.sendPeer, -1);
+    EXPECT_EQ(st.src, Buf::kInput);
+    EXPECT_EQ(st.dst, Buf::kOutput);
+    EXPECT_EQ(st.count, 1000u);
+    EXPECT_EQ(st.finalize, isReductionKind(k));
+  }
+}
+
+// The step counts stated in the algorithm files.
+TEST(ScheduleShape, StepCounts) {
+  auto steps = [](CollKind k, int n, int rank, uint64_t count, uint64_t chunk, int root = 0) {
+    CollArgs a;
+    a.kind = k;
+    a.nranks = n;
+    a.rank = rank;
+    a.count = count;
+    a.chunkElems = chunk;
+    a.root = root;
+    Schedule s;
+    EXPECT_EQ(buildSchedule(a, &s), Result::kSuccess);
+    return s.steps.size();
+  };
+  // AllReduce: 2n steps per round of n*chunk elements (3 rounds here).
+  EXPECT_EQ(steps(CollKind::kAllReduce, 4, 1, 4 * 8 * 3, 8), 3u * 2 * 4);
+  EXPECT_EQ(steps(CollKind::kReduceScatter, 4, 1, 10, 3), 4u * 4);
+  EXPECT_EQ(steps(CollKind::kAllGather, 5, 3, 10, 3), 4u * 5);
+  EXPECT_EQ(steps(CollKind::kBroadcast, 5, 3, 10, 3), 4u);
+  EXPECT_EQ(steps(CollKind::kReduce, 5, 3, 10, 3), 4u);
+  EXPECT_EQ(steps(CollKind::kAlltoAll, 5, 3, 10, 3), 1u + 2 * 4 * 4);
+  EXPECT_EQ(steps(CollKind::kGather, 5, 3, 10, 3, 3), 1u + 4 * 4);
+  EXPECT_EQ(steps(CollKind::kGather, 5, 2, 10, 3, 3), 4u);
+  // AllReduce with fewer elements than ranks: empty segments produce no steps at all.
+  EXPECT_EQ(steps(CollKind::kAllReduce, 8, 5, 1, 64), 2u);  // relay in both passes of segment 0
+}
+
+// --- The simulator itself ---------------------------------------------------------------------
+
+SimActor actorWith(int rank, std::vector<Step> steps, uint64_t in, uint64_t out) {
+  SimActor a;
+  a.rank = rank;
+  a.schedule.steps = std::move(steps);
+  a.inputElems = in;
+  a.outputElems = out;
+  a.outputOffset = in;
+  a.arena.assign(in + out, SimCell{});
+  return a;
+}
+
+Step mk(int recv, int send, Buf src, uint64_t so, Buf dst, uint64_t d, uint64_t count) {
+  Step s;
+  s.recvPeer = recv;
+  s.sendPeer = send;
+  s.src = src;
+  s.srcOffset = so;
+  s.dst = dst;
+  s.dstOffset = d;
+  s.count = count;
+  return s;
+}
+
+TEST(Simulator, DetectsDeadlockAndSaysWho) {
+  // Both ranks receive before they send.
+  std::vector<SimActor> actors{
+      actorWith(0, {mk(1, -1, Buf::kNone, 0, Buf::kOutput, 0, 1), mk(-1, 1, Buf::kInput, 0, Buf::kNone, 0, 1)}, 1, 1),
+      actorWith(1, {mk(0, -1, Buf::kNone, 0, Buf::kOutput, 0, 1), mk(-1, 0, Buf::kInput, 0, Buf::kNone, 0, 1)}, 1, 1)};
+  SimOptions opt;
+  opt.nranks = 2;
+  EXPECT_EQ(simulate(actors, opt), Result::kInvalidUsage);
+  EXPECT_NE(lastError().find("deadlock"), std::string::npos) << lastError();
+  EXPECT_NE(lastError().find("rank 0 step 1/2 waits for a message from rank 1"), std::string::npos) << lastError();
+}
+
+// A plain ring (every rank starts with its pure send) needs two slots per link; the anchored
+// order of ring_pass.h is what makes depth 1 work. Here: a 3-rank ring of fused relays.
+TEST(Simulator, PlainRingNeedsDepthTwo) {
+  std::vector<SimActor> actors;
+  for (int r = 0; r < 3; ++r) {
+    const int next = (r + 1) % 3, prev = (r + 2) % 3;
+    actors.push_back(
+        actorWith(r,
+                  {mk(-1, next, Buf::kInput, 0, Buf::kNone, 0, 1), mk(prev, next, Buf::kInput, 1, Buf::kNone, 0, 1),
+                   mk(prev, -1, Buf::kInput, 2, Buf::kOutput, 0, 1)},
+                  3, 1));
+  }
+  SimOptions opt;
+  opt.nranks = 3;
+  opt.reduction = true;
+  opt.fifoDepth = 1;
+  std::vector<SimActor> copy = actors;
+  EXPECT_EQ(simulate(copy, opt), Result::kInvalidUsage);
+  opt.fifoDepth = 2;
+  EXPECT_EQ(simulate(actors, opt), Result::kSuccess) << lastError();
+}
+
+TEST(Simulator, DetectsSizeMismatchHazardAndLeftovers) {
+  SimOptions opt;
+  opt.nranks = 2;
+  {
+    std::vector<SimActor> actors{actorWith(0, {mk(-1, 1, Buf::kInput, 0, Buf::kNone, 0, 2)}, 2, 0),
+                                 actorWith(1, {mk(0, -1, Buf::kNone, 0, Buf::kOutput, 0, 1)}, 0, 1)};
+    EXPECT_EQ(simulate(actors, opt), Result::kInvalidUsage);
+    EXPECT_NE(lastError().find("expects 1 elements from rank 0, message has 2"), std::string::npos) << lastError();
+  }
+  {
+    // In-place hazard: write Output[0] (aliases Input[0]), then read Input[0].
+    SimActor a = actorWith(
+        0, {mk(-1, -1, Buf::kInput, 1, Buf::kOutput, 0, 1), mk(-1, 1, Buf::kInput, 0, Buf::kNone, 0, 1)}, 2, 2);
+    a.outputOffset = 0;
+    std::vector<SimActor> actors{a, actorWith(1, {mk(0, -1, Buf::kNone, 0, Buf::kOutput, 0, 1)}, 0, 1)};
+    EXPECT_EQ(simulate(actors, opt), Result::kInvalidUsage);
+    EXPECT_NE(lastError().find("in-place hazard"), std::string::npos) << lastError();
+  }
+  {
+    std::vector<SimActor> actors{actorWith(0, {mk(-1, 1, Buf::kInput, 0, Buf::kNone, 0, 1)}, 1, 0),
+                                 actorWith(1, {}, 0, 0)};
+    EXPECT_EQ(simulate(actors, opt), Result::kInvalidUsage);
+    EXPECT_NE(lastError().find("never received"), std::string::npos) << lastError();
+  }
+  {
+    std::vector<SimActor> actors{actorWith(0, {mk(-1, -1, Buf::kInput, 0, Buf::kOutput, 1, 2)}, 2, 2)};
+    opt.nranks = 1;
+    EXPECT_EQ(simulate(actors, opt), Result::kInvalidUsage);
+    EXPECT_NE(lastError().find("outside"), std::string::npos) << lastError();
+  }
+}
+
+// Prints the cost of every algorithm at one size, for the record (steps, messages, parallel time).
+TEST(ScheduleCost, Table) {
+  for (CollKind k : {CollKind::kAllReduce, CollKind::kReduceScatter, CollKind::kAllGather, CollKind::kBroadcast,
+                     CollKind::kReduce, CollKind::kAlltoAll, CollKind::kGather, CollKind::kScatter}) {
+    for (size_t depth : {size_t{1}, size_t{4}}) {
+      Case c{k, 8, 8000, 100, 0, false, depth, SimOp::kSum};
+      SimStats st;
+      ASSERT_EQ(runCase(c, &st), "") << c.str();
+      printf("%-14s n=8 count=8000 chunk=100 depth=%zu: %8llu steps %7llu messages %6llu sweeps\n", collName(k), depth,
+             static_cast<unsigned long long>(st.steps), static_cast<unsigned long long>(st.messages),
+             static_cast<unsigned long long>(st.sweeps));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace mixccl::algo
