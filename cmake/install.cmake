@@ -4,10 +4,11 @@
 include(CMakePackageConfigHelpers)
 
 install(TARGETS mixccl EXPORT mixcclTargets LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
-install(CODE "execute_process(COMMAND ${CMAKE_COMMAND} -E create_symlink libmixccl.so
-                \$ENV{DESTDIR}${CMAKE_INSTALL_FULL_LIBDIR}/libnccl.so.2)
-              execute_process(COMMAND ${CMAKE_COMMAND} -E create_symlink libnccl.so.2
-                \$ENV{DESTDIR}${CMAKE_INSTALL_FULL_LIBDIR}/libnccl.so)")
+# The library file is libmixccl.so (SONAME libnccl.so.2); NCCL's names point at it. The prefix
+# is read at install time so `cmake --install --prefix` works.
+install(CODE "set(libdir \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}\")
+              execute_process(COMMAND \"${CMAKE_COMMAND}\" -E create_symlink libmixccl.so \"\${libdir}/libnccl.so.2\")
+              execute_process(COMMAND \"${CMAKE_COMMAND}\" -E create_symlink libnccl.so.2 \"\${libdir}/libnccl.so\")")
 install(FILES include/nccl.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(DIRECTORY include/mixccl DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} OPTIONAL)
 
