@@ -1,42 +1,74 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: 2026 The mixccl authors
+
+// encodeScalar (declared in device_backend.h): one host-side value written as one element of a
+// data type, e.g. the 1/nranks multiplier of Avg. Independent of any backend.
+
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "src/device/device_backend.h"
 #include "src/device/host/float_formats.h"
 
 namespace mixccl {
+namespace {
+
+// Truncates toward zero and clamps to T's range (a double outside it would be undefined to cast);
+// NaN becomes 0.
+template <typename T>
+void putInt(double v, uint8_t* out) {
+  T r = 0;
+  if (!std::isnan(v)) {
+    const double t = std::trunc(v);
+    if (t <= static_cast<double>(std::numeric_limits<T>::min())) {
+      r = std::numeric_limits<T>::min();
+    } else if (t >= static_cast<double>(std::numeric_limits<T>::max())) {
+      // max() of a 64-bit type is not representable in double; the comparison rounds it up to 2^63
+      // or 2^64, so anything at or above that clamps.
+      r = std::numeric_limits<T>::max();
+    } else {
+      r = static_cast<T>(t);
+    }
+  }
+  std::memcpy(out, &r, sizeof(T));
+}
+
+template <typename T>
+void put(T v, uint8_t* out) {
+  std::memcpy(out, &v, sizeof(T));
+}
+
+}  // namespace
 
 void encodeScalar(DataType dtype, double value, uint8_t out[8]) {
-  memset(out, 0, 8);
-  auto put = [out](auto v) { memcpy(out, &v, sizeof(v)); };
-  // Narrow float formats go through a round-to-odd float so the result is correctly rounded.
-  const float viaOdd = fmt16::roundToOddFloat(value);
+  std::memset(out, 0, 8);
+  using fmt16::roundToOddFloat;
   switch (dtype) {
     case DataType::kInt8:
-      return put(static_cast<int8_t>(value));
+      return putInt<int8_t>(value, out);
     case DataType::kUint8:
-      return put(static_cast<uint8_t>(value));
+      return putInt<uint8_t>(value, out);
     case DataType::kInt32:
-      return put(static_cast<int32_t>(value));
+      return putInt<int32_t>(value, out);
     case DataType::kUint32:
-      return put(static_cast<uint32_t>(value));
+      return putInt<uint32_t>(value, out);
     case DataType::kInt64:
-      return put(static_cast<int64_t>(value));
+      return putInt<int64_t>(value, out);
     case DataType::kUint64:
-      return put(static_cast<uint64_t>(value));
+      return putInt<uint64_t>(value, out);
     case DataType::kFloat16:
-      return put(fmt16::floatToHalf(viaOdd));
+      return put(fmt16::floatToHalf(roundToOddFloat(value)), out);
     case DataType::kFloat32:
-      return put(static_cast<float>(value));
+      return put(static_cast<float>(value), out);
     case DataType::kFloat64:
-      return put(value);
+      return put(value, out);
     case DataType::kBfloat16:
-      return put(fmt16::floatToBf16(viaOdd));
+      return put(fmt16::floatToBf16(roundToOddFloat(value)), out);
     case DataType::kFloat8e4m3:
-      return put(fmt16::floatToFp8e4m3(viaOdd));
+      return put(fmt16::floatToFp8e4m3(roundToOddFloat(value)), out);
     case DataType::kFloat8e5m2:
-      return put(fmt16::floatToFp8e5m2(viaOdd));
+      return put(fmt16::floatToFp8e5m2(roundToOddFloat(value)), out);
   }
 }
 
