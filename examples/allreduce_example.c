@@ -8,14 +8,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define CHECK(call)                                                                                 \
-  do {                                                                                              \
-    ncclResult_t r_ = (call);                                                                       \
-    if (r_ != ncclSuccess) {                                                                        \
-      fprintf(stderr, "rank %d: %s failed: %s (%s)\n", rank, #call, ncclGetErrorString(r_),        \
-              ncclGetLastError(NULL));                                                              \
-      return 1;                                                                                     \
-    }                                                                                               \
+#define CHECK(call)                                                                                                  \
+  do {                                                                                                               \
+    ncclResult_t r_ = (call);                                                                                        \
+    if (r_ != ncclSuccess) {                                                                                         \
+      fprintf(stderr, "rank %d: %s failed: %s (%s)\n", rank, #call, ncclGetErrorString(r_), ncclGetLastError(NULL)); \
+      return 1;                                                                                                      \
+    }                                                                                                                \
   } while (0)
 
 static int runRank(int rank, int nranks, size_t count, ncclUniqueId id) {

@@ -8,7 +8,7 @@ packages=(
   libspdlog-dev libfmt-dev libhwloc-dev libnuma-dev
   libgtest-dev libgmock-dev googletest
   libibverbs-dev librdmacm-dev
-  binutils procps iproute2
+  binutils procps iproute2 clang-format
 )
 missing=()
 for p in "${packages[@]}"; do

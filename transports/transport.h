@@ -64,10 +64,10 @@ class RecvConnection {
 struct TransportContext {
   int rank = 0;
   int nranks = 1;
-  uint64_t commHash = 0;     // random per communicator; names shm segments, checked in handshakes
-  uint8_t secret[16] = {};   // from the unique id; proves membership in handshakes
-  size_t slotBytes = 0;      // message slot size (MIXCCL_CHUNK_SIZE)
-  int fifoDepth = 0;         // slots per connection (MIXCCL_FIFO_DEPTH)
+  uint64_t commHash = 0;    // random per communicator; names shm segments, checked in handshakes
+  uint8_t secret[16] = {};  // from the unique id; proves membership in handshakes
+  size_t slotBytes = 0;     // message slot size (MIXCCL_CHUNK_SIZE)
+  int fifoDepth = 0;        // slots per connection (MIXCCL_FIFO_DEPTH)
   const std::atomic<bool>* abortFlag = nullptr;
 };
 
@@ -76,7 +76,7 @@ struct TransportPeer {
   int rank = 0;
   uint64_t hostHash = 0;  // equal for ranks on the same host (same kernel boot and hostname)
   int32_t pid = 0;
-  std::string host;       // host name, for messages
+  std::string host;           // host name, for messages
   std::vector<uint8_t> blob;  // this transport's listen() blob of that rank
 };
 

@@ -15,8 +15,8 @@
 using mixccl::CollKind;
 using mixccl::Communicator;
 using mixccl::DataType;
-using mixccl::Result;
 using mixccl::fail;
+using mixccl::Result;
 using mixccl::api::apiGuard;
 
 namespace {
@@ -154,8 +154,8 @@ MIXCCL_API(ncclResult_t, ncclBcast, void* buff, size_t count, ncclDataType_t dat
   return submit({"ncclBcast", CollKind::kBroadcast, buff, buff, count, datatype, ncclSum, root, comm, stream});
 }
 
-MIXCCL_API(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff, size_t sendcount,
-           ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
+MIXCCL_API(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
+           ncclComm_t comm, cudaStream_t stream) {
   return submit(
       {"ncclAllGather", CollKind::kAllGather, sendbuff, recvbuff, sendcount, datatype, ncclSum, 0, comm, stream});
 }
@@ -203,7 +203,8 @@ MIXCCL_API(ncclResult_t, ncclGroupSimulateEnd, ncclSimInfo_t* simInfo) {
   return apiGuard("ncclGroupSimulateEnd", [&]() -> Result {
     if (simInfo == nullptr) return fail(Result::kInvalidArgument, "ncclGroupSimulateEnd: simInfo is NULL");
     if (simInfo->magic != 0x74685283u) {
-      return fail(Result::kInvalidArgument, "ncclGroupSimulateEnd: simInfo magic is wrong: initialise it with "
+      return fail(Result::kInvalidArgument,
+                  "ncclGroupSimulateEnd: simInfo magic is wrong: initialise it with "
                   "NCCL_SIM_INFO_INITIALIZER");
     }
     if (!mixccl::group::active()) {

@@ -17,9 +17,9 @@
 #include "nccl.h"
 #include "src/common/result.h"
 
-#define MIXCCL_API(ret, name, ...)                                                                  \
-  extern "C" __attribute__((visibility("default"))) ret p##name(__VA_ARGS__);                       \
-  extern "C" __attribute__((visibility("default"), alias("p" #name))) ret name(__VA_ARGS__);       \
+#define MIXCCL_API(ret, name, ...)                                                           \
+  extern "C" __attribute__((visibility("default"))) ret p##name(__VA_ARGS__);                \
+  extern "C" __attribute__((visibility("default"), alias("p" #name))) ret name(__VA_ARGS__); \
   extern "C" ret p##name(__VA_ARGS__)
 
 namespace mixccl::api {

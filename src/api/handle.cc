@@ -38,8 +38,9 @@ Result lookupComm(const char* fn, ncclComm_t handle, Communicator** out) {
   if (handle == nullptr) return fail(Result::kInvalidArgument, "%s: comm is NULL", fn);
   std::lock_guard<std::mutex> lock(gMutex);
   if (gLive->count(handle) == 0) {
-    return fail(Result::kInvalidArgument, "%s: comm %p is not a live communicator (destroyed, aborted or never created)",
-                fn, static_cast<void*>(handle));
+    return fail(Result::kInvalidArgument,
+                "%s: comm %p is not a live communicator (destroyed, aborted or never created)", fn,
+                static_cast<void*>(handle));
   }
   *out = handle->impl.get();
   return Result::kSuccess;
@@ -77,8 +78,10 @@ Result parseConfig(const char* fn, const ncclConfig_t* config, CommOptions* out)
   *out = CommOptions{};
   if (config == nullptr) return Result::kSuccess;
   if (config->magic != kConfigMagic) {
-    return fail(Result::kInvalidArgument, "%s: config magic is 0x%x, not 0x%x: initialise ncclConfig_t with "
-                "NCCL_CONFIG_INITIALIZER", fn, config->magic, kConfigMagic);
+    return fail(Result::kInvalidArgument,
+                "%s: config magic is 0x%x, not 0x%x: initialise ncclConfig_t with "
+                "NCCL_CONFIG_INITIALIZER",
+                fn, config->magic, kConfigMagic);
   }
   if (config->version < kMinConfigVersion || config->size < offsetof(ncclConfig_t, blocking) + sizeof(int)) {
     return fail(Result::kInvalidArgument, "%s: config version %u / size %zu is not a valid ncclConfig_t", fn,

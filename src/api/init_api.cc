@@ -13,11 +13,11 @@
 #include "src/core/comm_split.h"
 #include "src/core/group.h"
 
-using mixccl::Communicator;
 using mixccl::CommOptions;
+using mixccl::Communicator;
+using mixccl::fail;
 using mixccl::Result;
 using mixccl::UniqueIdData;
-using mixccl::fail;
 using mixccl::api::apiGuard;
 
 namespace {
@@ -93,7 +93,8 @@ MIXCCL_API(ncclResult_t, ncclGetUniqueId, ncclUniqueId* uniqueId) {
 }
 
 MIXCCL_API(ncclResult_t, ncclCommInitRank, ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
-  return apiGuard("ncclCommInitRank", [&] { return initRank("ncclCommInitRank", comm, nranks, commId, rank, nullptr); });
+  return apiGuard("ncclCommInitRank",
+                  [&] { return initRank("ncclCommInitRank", comm, nranks, commId, rank, nullptr); });
 }
 
 MIXCCL_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,

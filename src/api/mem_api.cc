@@ -13,8 +13,8 @@
 
 using mixccl::Communicator;
 using mixccl::DataType;
-using mixccl::Result;
 using mixccl::fail;
+using mixccl::Result;
 using mixccl::api::apiGuard;
 
 // A registration as the user holds it (opaque handle / ncclWindow_t).
@@ -123,8 +123,8 @@ MIXCCL_API(ncclResult_t, ncclRedOpCreatePreMulSum, ncclRedOp_t* op, void* scalar
       return fail(Result::kInvalidArgument, "%s: invalid scalar residence %d", fn, static_cast<int>(residence));
     }
     int handle = 0;
-    MIXCCL_TRY(c->createPreMulSum(static_cast<DataType>(datatype), scalar, residence == ncclScalarHostImmediate,
-                                  &handle));
+    MIXCCL_TRY(
+        c->createPreMulSum(static_cast<DataType>(datatype), scalar, residence == ncclScalarHostImmediate, &handle));
     *op = static_cast<ncclRedOp_t>(handle);
     return Result::kSuccess;
   });

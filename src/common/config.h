@@ -13,21 +13,21 @@
 namespace mixccl::config {
 
 enum class Knob : int {
-  kDebug,           // NCCL_DEBUG
-  kDebugSubsys,     // NCCL_DEBUG_SUBSYS
-  kDebugFile,       // NCCL_DEBUG_FILE
-  kCommId,          // NCCL_COMM_ID
-  kSocketIfname,    // NCCL_SOCKET_IFNAME
-  kSocketFamily,    // NCCL_SOCKET_FAMILY
-  kShmDisable,      // NCCL_SHM_DISABLE
-  kAlgo,            // NCCL_ALGO
-  kProto,           // NCCL_PROTO
-  kIbHca,           // NCCL_IB_HCA
-  kTimeout,         // MIXCCL_TIMEOUT (seconds)
-  kChunkSize,       // MIXCCL_CHUNK_SIZE (bytes per message slot)
-  kFifoDepth,       // MIXCCL_FIFO_DEPTH (slots per connection)
-  kSpinCount,       // MIXCCL_SPIN_COUNT (polls before yielding the CPU)
-  kHostId,          // MIXCCL_HOST_ID (overrides the host identity)
+  kDebug,         // NCCL_DEBUG
+  kDebugSubsys,   // NCCL_DEBUG_SUBSYS
+  kDebugFile,     // NCCL_DEBUG_FILE
+  kCommId,        // NCCL_COMM_ID
+  kSocketIfname,  // NCCL_SOCKET_IFNAME
+  kSocketFamily,  // NCCL_SOCKET_FAMILY
+  kShmDisable,    // NCCL_SHM_DISABLE
+  kAlgo,          // NCCL_ALGO
+  kProto,         // NCCL_PROTO
+  kIbHca,         // NCCL_IB_HCA
+  kTimeout,       // MIXCCL_TIMEOUT (seconds)
+  kChunkSize,     // MIXCCL_CHUNK_SIZE (bytes per message slot)
+  kFifoDepth,     // MIXCCL_FIFO_DEPTH (slots per connection)
+  kSpinCount,     // MIXCCL_SPIN_COUNT (polls before yielding the CPU)
+  kHostId,        // MIXCCL_HOST_ID (overrides the host identity)
   kCount_
 };
 

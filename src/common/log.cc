@@ -33,9 +33,9 @@ struct SubsysName {
   uint64_t bits;
 };
 constexpr SubsysName kSubsysNames[] = {
-    {"INIT", kInit}, {"COLL", kColl},   {"P2P", kP2p},   {"SHM", kShm},   {"NET", kNet},
-    {"GRAPH", kGraph}, {"TUNING", kTune}, {"ENV", kEnv},   {"ALLOC", kAlloc}, {"CALL", kCall},
-    {"BOOTSTRAP", kBootstrap}, {"REG", kReg}, {"ALL", kAll},
+    {"INIT", kInit},           {"COLL", kColl},   {"P2P", kP2p}, {"SHM", kShm},     {"NET", kNet},
+    {"GRAPH", kGraph},         {"TUNING", kTune}, {"ENV", kEnv}, {"ALLOC", kAlloc}, {"CALL", kCall},
+    {"BOOTSTRAP", kBootstrap}, {"REG", kReg},     {"ALL", kAll},
 };
 
 Level parseLevel(const std::string& s) {
@@ -120,9 +120,7 @@ const char* levelName(Level level) {
 
 }  // namespace
 
-void init() {
-  std::call_once(gInitOnce, load);
-}
+void init() { std::call_once(gInitOnce, load); }
 
 void reinit() {
   std::call_once(gInitOnce, [] {});

@@ -64,12 +64,12 @@ class RankScope {
 
 }  // namespace mixccl::log
 
-#define MIXCCL_LOG_(lvl, sub, ...)                                                                \
-  do {                                                                                            \
-    ::mixccl::log::init();                                                                        \
-    if (::mixccl::log::enabled(::mixccl::log::Level::lvl, (sub))) {                               \
-      ::mixccl::log::write(::mixccl::log::Level::lvl, (sub), __VA_ARGS__);                        \
-    }                                                                                             \
+#define MIXCCL_LOG_(lvl, sub, ...)                                         \
+  do {                                                                     \
+    ::mixccl::log::init();                                                 \
+    if (::mixccl::log::enabled(::mixccl::log::Level::lvl, (sub))) {        \
+      ::mixccl::log::write(::mixccl::log::Level::lvl, (sub), __VA_ARGS__); \
+    }                                                                      \
   } while (0)
 
 #define MIXCCL_WARN(...) MIXCCL_LOG_(kWarn, ::mixccl::log::kAll, __VA_ARGS__)

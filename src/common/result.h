@@ -15,15 +15,15 @@
 
 namespace mixccl {
 
-enum class [[nodiscard]] Result : int {
-  kSuccess = 0,
-  kUnhandledDeviceError = 1,  // ncclUnhandledCudaError: a device runtime call failed
-  kSystemError = 2,           // a system call failed (socket, mmap, ...)
-  kInternalError = 3,         // a bug in mixccl
-  kInvalidArgument = 4,       // the caller passed a bad value
-  kInvalidUsage = 5,          // the call is valid but not in this state / not supported
-  kRemoteError = 6,           // a peer failed, vanished or timed out
-  kInProgress = 7,            // not done yet; call again
+enum class [[nodiscard]] Result : int{
+    kSuccess = 0,
+    kUnhandledDeviceError = 1,  // ncclUnhandledCudaError: a device runtime call failed
+    kSystemError = 2,           // a system call failed (socket, mmap, ...)
+    kInternalError = 3,         // a bug in mixccl
+    kInvalidArgument = 4,       // the caller passed a bad value
+    kInvalidUsage = 5,          // the call is valid but not in this state / not supported
+    kRemoteError = 6,           // a peer failed, vanished or timed out
+    kInProgress = 7,            // not done yet; call again
 };
 
 inline bool ok(Result r) { return r == Result::kSuccess; }
@@ -43,10 +43,10 @@ const char* resultString(Result r);
 }  // namespace mixccl
 
 // Propagates any result other than kSuccess (kInProgress included) to the caller.
-#define MIXCCL_TRY(expr)                                        \
-  do {                                                          \
-    ::mixccl::Result mixccl_try_result_ = (expr);               \
-    if (mixccl_try_result_ != ::mixccl::Result::kSuccess) {     \
-      return mixccl_try_result_;                                \
-    }                                                           \
+#define MIXCCL_TRY(expr)                                    \
+  do {                                                      \
+    ::mixccl::Result mixccl_try_result_ = (expr);           \
+    if (mixccl_try_result_ != ::mixccl::Result::kSuccess) { \
+      return mixccl_try_result_;                            \
+    }                                                       \
   } while (0)

@@ -70,8 +70,7 @@ class Socket {
   static Result startConnect(const SocketAddress& addr, Socket* out);
   Result finishConnect();
   // Connects, retrying refused connections until the deadline (the peer may not listen yet).
-  static Result connect(const SocketAddress& addr, Deadline deadline, const std::atomic<bool>* abortFlag,
-                        Socket* out);
+  static Result connect(const SocketAddress& addr, Deadline deadline, const std::atomic<bool>* abortFlag, Socket* out);
 
   // Non-blocking partial I/O: moves as much of [data, data + bytes) as the kernel takes now and
   // adds what moved to *done (so a caller resuming a transfer passes base + *done, total - *done).

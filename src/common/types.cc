@@ -5,8 +5,8 @@
 namespace mixccl {
 
 const char* dataTypeName(DataType t) {
-  static const char* const kNames[kNumDataTypes] = {"int8",    "uint8",   "int32",    "uint32", "int64",    "uint64",
-                                                    "float16", "float32", "float64",  "bfloat16", "f8e4m3", "f8e5m2"};
+  static const char* const kNames[kNumDataTypes] = {"int8",    "uint8",   "int32",   "uint32",   "int64",  "uint64",
+                                                    "float16", "float32", "float64", "bfloat16", "f8e4m3", "f8e5m2"};
   int i = static_cast<int>(t);
   return i >= 0 && i < kNumDataTypes ? kNames[i] : "invalid";
 }

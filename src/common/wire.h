@@ -22,7 +22,9 @@ class WireWriter {
     memcpy(out_ + pos_, data, n);
     pos_ += field;
   }
-  void fixedString(const std::string& s, size_t field) { bytes(s.data(), s.size() < field ? s.size() : field - 1, field); }
+  void fixedString(const std::string& s, size_t field) {
+    bytes(s.data(), s.size() < field ? s.size() : field - 1, field);
+  }
 
  private:
   void put(uint64_t v, int n) {

@@ -65,8 +65,10 @@ Result shrinkCommunicator(Communicator* parent, const int* exclude, int excludeC
   std::vector<bool> excluded(n, false);
   for (int i = 0; i < excludeCount; ++i) excluded[exclude[i]] = true;
   if (excluded[me]) {
-    return fail(Result::kInvalidUsage, "ncclCommShrink: rank %d is in its own exclude list; excluded ranks must not "
-                "call ncclCommShrink", me);
+    return fail(Result::kInvalidUsage,
+                "ncclCommShrink: rank %d is in its own exclude list; excluded ranks must not "
+                "call ncclCommShrink",
+                me);
   }
   std::vector<int> survivors;
   for (int r = 0; r < n; ++r) {

@@ -66,8 +66,9 @@ Result Communicator::init(const UniqueIdData& id) {
     ctx.fifoDepth = static_cast<int>(config::getInt(config::Knob::kFifoDepth));
     ctx.abortFlag = &abort_;
     if (ctx.slotBytes < 4096 || ctx.slotBytes > (1u << 30) || ctx.fifoDepth < 1 || ctx.fifoDepth > 1024) {
-      return fail(Result::kInvalidArgument, "MIXCCL_CHUNK_SIZE=%zu / MIXCCL_FIFO_DEPTH=%d out of range (4 KiB..1 GiB, 1..1024)",
-                  ctx.slotBytes, ctx.fifoDepth);
+      return fail(Result::kInvalidArgument,
+                  "MIXCCL_CHUNK_SIZE=%zu / MIXCCL_FIFO_DEPTH=%d out of range (4 KiB..1 GiB, 1..1024)", ctx.slotBytes,
+                  ctx.fifoDepth);
     }
     transports_[kTransportShm] = makeShmTransport(ctx);
     transports_[kTransportTcp] = makeTcpTransport(ctx);
@@ -136,8 +137,10 @@ Result Communicator::pickTransport(int peer, Transport** out) {
     }
   }
   if (*out == nullptr) {
-    return fail(Result::kSystemError, "no transport can reach rank %d (host %s) from rank %d: check NCCL_SHM_DISABLE "
-                "and NCCL_SOCKET_IFNAME", peer, peers_[peer].host.c_str(), rank_);
+    return fail(Result::kSystemError,
+                "no transport can reach rank %d (host %s) from rank %d: check NCCL_SHM_DISABLE "
+                "and NCCL_SOCKET_IFNAME",
+                peer, peers_[peer].host.c_str(), rank_);
   }
   return Result::kSuccess;
 }
@@ -192,8 +195,10 @@ Result Communicator::createPreMulSum(DataType dtype, const void* scalar, bool on
 
 Result Communicator::destroyRedOp(int handle) {
   if (redOps_.erase(handle) == 0) {
-    return fail(Result::kInvalidArgument, "ncclRedOpDestroy: operator %d was not created on this communicator (rank %d) "
-                "or was already destroyed", handle, rank_);
+    return fail(Result::kInvalidArgument,
+                "ncclRedOpDestroy: operator %d was not created on this communicator (rank %d) "
+                "or was already destroyed",
+                handle, rank_);
   }
   return Result::kSuccess;
 }
@@ -201,8 +206,10 @@ Result Communicator::destroyRedOp(int handle) {
 Result Communicator::lookupRedOp(int handle, const UserRedOp** out) const {
   auto it = redOps_.find(handle);
   if (it == redOps_.end()) {
-    return fail(Result::kInvalidArgument, "reduction operator %d is neither built-in nor created on this communicator "
-                "(rank %d)", handle, rank_);
+    return fail(Result::kInvalidArgument,
+                "reduction operator %d is neither built-in nor created on this communicator "
+                "(rank %d)",
+                handle, rank_);
   }
   *out = &it->second;
   return Result::kSuccess;

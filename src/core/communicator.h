@@ -39,8 +39,8 @@ struct CommOptions {
 // ncclRedOpCreatePreMulSum (handle >= kNumBuiltinOps).
 struct UserRedOp {
   DataType dtype = DataType::kFloat32;
-  bool scalarOnHost = true;        // ncclScalarHostImmediate: value copied at creation
-  uint8_t scalar[8] = {};          // value (host immediate)
+  bool scalarOnHost = true;         // ncclScalarHostImmediate: value copied at creation
+  uint8_t scalar[8] = {};           // value (host immediate)
   const void* scalarPtr = nullptr;  // ncclScalarDevice: read when the collective runs
 };
 

@@ -196,10 +196,12 @@ class Backoff {
 Result checkFlags(const Stream& s) {
   Communicator* c = s.comm();
   if (c->aborted()) {
-    return fail(Result::kRemoteError, "rank %d: communicator was aborted while %s", c->rank(), s.describeWait().c_str());
+    return fail(Result::kRemoteError, "rank %d: communicator was aborted while %s", c->rank(),
+                s.describeWait().c_str());
   }
   if (c->revoked()) {
-    return fail(Result::kRemoteError, "rank %d: communicator was revoked while %s", c->rank(), s.describeWait().c_str());
+    return fail(Result::kRemoteError, "rank %d: communicator was revoked while %s", c->rank(),
+                s.describeWait().c_str());
   }
   return Result::kSuccess;
 }

@@ -41,8 +41,10 @@ Result PeerInfo::decode(const uint8_t* in, PeerInfo* out) {
   for (auto& blob : out->blobs) {
     uint32_t n = r.u32();
     if (n > Transport::kMaxBlobBytes) {
-      return fail(Result::kRemoteError, "peer info of rank %d carries a %u-byte transport blob (max %zu): corrupt or "
-                  "incompatible peer", out->rank, n, Transport::kMaxBlobBytes);
+      return fail(Result::kRemoteError,
+                  "peer info of rank %d carries a %u-byte transport blob (max %zu): corrupt or "
+                  "incompatible peer",
+                  out->rank, n, Transport::kMaxBlobBytes);
     }
     blob.assign(r.here(), r.here() + n);
     r.skip(Transport::kMaxBlobBytes);

@@ -81,8 +81,8 @@ void checkReduced(const char* what, int rank, int n, int t, int op, uint64_t cou
     if (!ok) {
       ++reported;
       ADD_FAILURE() << what << " " << typeName(t) << " " << opName(op) << " count " << count
-                    << (inplace ? " in-place" : " out-of-place") << " rank " << rank << " of " << n << ": element "
-                    << i << " = " << decode(t, got + i * es) << ", expected " << want;
+                    << (inplace ? " in-place" : " out-of-place") << " rank " << rank << " of " << n << ": element " << i
+                    << " = " << decode(t, got + i * es) << ", expected " << want;
     }
   }
 }
@@ -132,8 +132,8 @@ TEST_P(CollTest, Reductions) {
               if (exactExpected(t, op, n)) {
                 ASSERT_EQ(memcmp(w, rsDst + i * es, es), 0)
                     << "ReduceScatter " << typeName(t) << " " << opName(op) << " count " << count << " inplace "
-                    << inplace << " rank " << rank << " elem " << i << " got " << decode(t, rsDst + i * es)
-                    << " want " << want;
+                    << inplace << " rank " << rank << " elem " << i << " got " << decode(t, rsDst + i * es) << " want "
+                    << want;
               }
             }
             if (op == kPreMulTwo) EXPECT_EQ(ncclRedOpDestroy(ncclOp, comm), ncclSuccess);

@@ -27,14 +27,14 @@ int countShmSegments() {
   return n;
 }
 
-#define RANK_CHECK(cond, ...)                         \
-  do {                                                \
-    if (!(cond)) {                                    \
-      fprintf(stderr, "rank %d: ", rank);             \
-      fprintf(stderr, __VA_ARGS__);                   \
+#define RANK_CHECK(cond, ...)                                \
+  do {                                                       \
+    if (!(cond)) {                                           \
+      fprintf(stderr, "rank %d: ", rank);                    \
+      fprintf(stderr, __VA_ARGS__);                          \
       fprintf(stderr, " (%s)\n", ncclGetLastError(nullptr)); \
-      return 1;                                       \
-    }                                                 \
+      return 1;                                              \
+    }                                                        \
   } while (0)
 
 // The body of one rank process; returns its exit status.

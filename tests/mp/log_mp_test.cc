@@ -51,8 +51,8 @@ std::string host() {
 TEST(LogTest, InfoLinesHaveNcclShapeAndFilePatternExpands) {
   std::string dir = ::testing::TempDir();
   std::string pattern = dir + "/mixccl_log_%h_%p.txt";
-  std::string out = runWithEnv({{"NCCL_DEBUG", "INFO"}, {"NCCL_DEBUG_SUBSYS", "INIT"}, {"NCCL_DEBUG_FILE", pattern}},
-                               "");
+  std::string out =
+      runWithEnv({{"NCCL_DEBUG", "INFO"}, {"NCCL_DEBUG_SUBSYS", "INIT"}, {"NCCL_DEBUG_FILE", pattern}}, "");
   // The child's pid is unknown here: find the file by host prefix.
   std::string prefix = dir + "/mixccl_log_" + host() + "_";
   std::string found;
@@ -67,16 +67,15 @@ TEST(LogTest, InfoLinesHaveNcclShapeAndFilePatternExpands) {
   ss << in.rdbuf();
   std::string text = ss.str();
   std::remove(found.c_str());
-  EXPECT_TRUE(std::regex_search(text, std::regex(host() + ":[0-9]+:[0-9]+ \\[0\\] NCCL INFO .*Init COMPLETE")))
-      << text;
+  EXPECT_TRUE(std::regex_search(text, std::regex(host() + ":[0-9]+:[0-9]+ \\[0\\] NCCL INFO .*Init COMPLETE"))) << text;
   EXPECT_TRUE(std::regex_search(text, std::regex(":[0-9]+:[0-9]+ \\[0\\] NCCL WARN .*sendbuff is NULL"))) << text;
   EXPECT_TRUE(std::regex_search(text, std::regex("NCCL version 2\\.28\\.9"))) << text;
 }
 
 TEST(LogTest, SubsystemFilterAndWarnLevel) {
   std::string file = ::testing::TempDir() + "/mixccl_log_filter.txt";
-  std::string text = runWithEnv({{"NCCL_DEBUG", "INFO"}, {"NCCL_DEBUG_SUBSYS", "^INIT"}, {"NCCL_DEBUG_FILE", file}},
-                                file);
+  std::string text =
+      runWithEnv({{"NCCL_DEBUG", "INFO"}, {"NCCL_DEBUG_SUBSYS", "^INIT"}, {"NCCL_DEBUG_FILE", file}}, file);
   EXPECT_EQ(text.find("Init COMPLETE"), std::string::npos) << text;
   EXPECT_NE(text.find("NCCL WARN"), std::string::npos) << text;
   // At WARN only warnings and (as NCCL does) the version line appear.

@@ -24,7 +24,8 @@ inline void runRanks(int nranks, const std::function<void(int, ncclComm_t)>& bod
       ncclComm_t comm = nullptr;
       ncclResult_t res = ncclCommInitRank(&comm, nranks, id, r);
       if (res != ncclSuccess) {
-        ADD_FAILURE() << "rank " << r << " init failed: " << ncclGetErrorString(res) << ": " << ncclGetLastError(nullptr);
+        ADD_FAILURE() << "rank " << r << " init failed: " << ncclGetErrorString(res) << ": "
+                      << ncclGetLastError(nullptr);
         return;
       }
       body(r, comm);

@@ -24,8 +24,8 @@ inline size_t typeSize(int t) {
 }
 inline bool isFloat(int t) { return t >= 6; }
 inline const char* typeName(int t) {
-  static const char* const kNames[kNumTypes] = {"int8",    "uint8",   "int32",   "uint32", "int64",  "uint64",
-                                                "float16", "float32", "float64", "bf16",   "e4m3",   "e5m2"};
+  static const char* const kNames[kNumTypes] = {"int8",    "uint8",   "int32",   "uint32", "int64", "uint64",
+                                                "float16", "float32", "float64", "bf16",   "e4m3",  "e5m2"};
   return kNames[t];
 }
 
@@ -33,36 +33,63 @@ inline void encode(int t, double v, void* out) {
   auto put = [out](auto x) { memcpy(out, &x, sizeof(x)); };
   int64_t i = static_cast<int64_t>(v);
   switch (t) {
-    case 0: return put(static_cast<int8_t>(static_cast<uint8_t>(i)));
-    case 1: return put(static_cast<uint8_t>(i));
-    case 2: return put(static_cast<int32_t>(static_cast<uint32_t>(i)));
-    case 3: return put(static_cast<uint32_t>(i));
-    case 4: return put(i);
-    case 5: return put(static_cast<uint64_t>(i));
-    case 6: return put(fmt16::floatToHalf(static_cast<float>(v)));
-    case 7: return put(static_cast<float>(v));
-    case 8: return put(v);
-    case 9: return put(fmt16::floatToBf16(static_cast<float>(v)));
-    case 10: return put(fmt16::floatToFp8e4m3(static_cast<float>(v)));
-    default: return put(fmt16::floatToFp8e5m2(static_cast<float>(v)));
+    case 0:
+      return put(static_cast<int8_t>(static_cast<uint8_t>(i)));
+    case 1:
+      return put(static_cast<uint8_t>(i));
+    case 2:
+      return put(static_cast<int32_t>(static_cast<uint32_t>(i)));
+    case 3:
+      return put(static_cast<uint32_t>(i));
+    case 4:
+      return put(i);
+    case 5:
+      return put(static_cast<uint64_t>(i));
+    case 6:
+      return put(fmt16::floatToHalf(static_cast<float>(v)));
+    case 7:
+      return put(static_cast<float>(v));
+    case 8:
+      return put(v);
+    case 9:
+      return put(fmt16::floatToBf16(static_cast<float>(v)));
+    case 10:
+      return put(fmt16::floatToFp8e4m3(static_cast<float>(v)));
+    default:
+      return put(fmt16::floatToFp8e5m2(static_cast<float>(v)));
   }
 }
 
 inline double decode(int t, const void* in) {
-  auto get = [in](auto x) { memcpy(&x, in, sizeof(x)); return x; };
+  auto get = [in](auto x) {
+    memcpy(&x, in, sizeof(x));
+    return x;
+  };
   switch (t) {
-    case 0: return get(int8_t{});
-    case 1: return get(uint8_t{});
-    case 2: return get(int32_t{});
-    case 3: return get(uint32_t{});
-    case 4: return static_cast<double>(get(int64_t{}));
-    case 5: return static_cast<double>(get(uint64_t{}));
-    case 6: return fmt16::halfToFloat(get(uint16_t{}));
-    case 7: return get(float{});
-    case 8: return get(double{});
-    case 9: return fmt16::bf16ToFloat(get(uint16_t{}));
-    case 10: return fmt16::fp8e4m3ToFloat(get(uint8_t{}));
-    default: return fmt16::fp8e5m2ToFloat(get(uint8_t{}));
+    case 0:
+      return get(int8_t{});
+    case 1:
+      return get(uint8_t{});
+    case 2:
+      return get(int32_t{});
+    case 3:
+      return get(uint32_t{});
+    case 4:
+      return static_cast<double>(get(int64_t{}));
+    case 5:
+      return static_cast<double>(get(uint64_t{}));
+    case 6:
+      return fmt16::halfToFloat(get(uint16_t{}));
+    case 7:
+      return get(float{});
+    case 8:
+      return get(double{});
+    case 9:
+      return fmt16::bf16ToFloat(get(uint16_t{}));
+    case 10:
+      return fmt16::fp8e4m3ToFloat(get(uint8_t{}));
+    default:
+      return fmt16::fp8e5m2ToFloat(get(uint8_t{}));
   }
 }
 
@@ -97,11 +124,21 @@ inline double expectedValue(int t, int op, int n, uint64_t i) {
   for (int r = 1; r < n; ++r) {
     double v = inputValue(t, op, r, i);
     switch (op) {
-      case kProd: acc *= v; break;
-      case kMax: acc = std::max(acc, v); break;
-      case kMin: acc = std::min(acc, v); break;
-      case kPreMulTwo: acc += 2.0 * v; break;
-      default: acc += v; break;
+      case kProd:
+        acc *= v;
+        break;
+      case kMax:
+        acc = std::max(acc, v);
+        break;
+      case kMin:
+        acc = std::min(acc, v);
+        break;
+      case kPreMulTwo:
+        acc += 2.0 * v;
+        break;
+      default:
+        acc += v;
+        break;
     }
   }
   if (op == kAvg) acc = isFloat(t) ? acc / n : std::trunc(acc / n);
@@ -114,12 +151,18 @@ inline bool exactExpected(int t, int op, int n) { return !(op == kAvg && isFloat
 // Relative tolerance for the inexact case: a few units in the last place of the type.
 inline double tolerance(int t) {
   switch (t) {
-    case 6: return 4e-3;
-    case 9: return 3e-2;
-    case 10: return 0.15;
-    case 11: return 0.3;
-    case 7: return 1e-6;
-    default: return 1e-14;
+    case 6:
+      return 4e-3;
+    case 9:
+      return 3e-2;
+    case 10:
+      return 0.15;
+    case 11:
+      return 0.3;
+    case 7:
+      return 1e-6;
+    default:
+      return 1e-14;
   }
 }
 

@@ -293,7 +293,8 @@ TEST_F(ApiTest, AbortFromAnotherThreadUnblocksACall) {
   std::vector<float> v(1 << 20, 1.0f);
   ncclResult_t res = ncclSuccess;
   auto start = std::chrono::steady_clock::now();
-  std::thread blocked([&] { res = ncclAllReduce(v.data(), v.data(), v.size(), ncclFloat32, ncclSum, comms[0], nullptr); });
+  std::thread blocked(
+      [&] { res = ncclAllReduce(v.data(), v.data(), v.size(), ncclFloat32, ncclSum, comms[0], nullptr); });
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   EXPECT_EQ(ncclCommAbort(comms[0]), ncclSuccess);
   blocked.join();
