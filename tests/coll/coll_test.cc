@@ -9,6 +9,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,9 @@ struct Param {
   const char* transport;
   int nranks;
 };
+
+// Readable parameter in test logs (instead of gtest's byte dump).
+void PrintTo(const Param& p, std::ostream* os) { *os << p.transport << " x " << p.nranks << " ranks"; }
 
 std::string paramName(const ::testing::TestParamInfo<Param>& info) {
   return std::string(info.param.transport) + "_np" + std::to_string(info.param.nranks);

@@ -11,6 +11,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -89,6 +90,9 @@ struct Param {
   const char* transport;
   int nranks;
 };
+
+// Readable parameter in test logs (instead of gtest's byte dump).
+void PrintTo(const Param& p, std::ostream* os) { *os << p.transport << " x " << p.nranks << " ranks"; }
 
 class CollMpTest : public ::testing::TestWithParam<Param> {};
 

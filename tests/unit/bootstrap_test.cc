@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "src/common/config.h"
+#include "tests/support/env_guard.h"
 
 namespace mixccl {
 namespace {
@@ -23,20 +24,7 @@ using std::chrono::milliseconds;
 
 double secondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-class EnvGuard {
- public:
-  EnvGuard(const char* name, const char* value) : name_(name) {
-    setenv(name, value, 1);
-    config::resetForTesting();
-  }
-  ~EnvGuard() {
-    unsetenv(name_);
-    config::resetForTesting();
-  }
-
- private:
-  const char* name_;
-};
+using testing::EnvGuard;
 
 // Runs body(rank) on nranks threads and waits for all.
 void runRanks(int nranks, const std::function<void(int)>& body) {

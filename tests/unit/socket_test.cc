@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "src/common/config.h"
+#include "tests/support/env_guard.h"
 
 namespace mixccl {
 namespace {
@@ -40,20 +41,7 @@ void makePair(Socket* client, Socket* server) {
 
 double secondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-class EnvGuard {
- public:
-  EnvGuard(const char* name, const char* value) : name_(name) {
-    setenv(name, value, 1);
-    config::resetForTesting();
-  }
-  ~EnvGuard() {
-    unsetenv(name_);
-    config::resetForTesting();
-  }
-
- private:
-  const char* name_;
-};
+using testing::EnvGuard;
 
 TEST(SocketAddress, ParsesIpv4Ipv6AndNames) {
   SocketAddress a;
