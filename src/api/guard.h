@@ -7,8 +7,8 @@
 //    NCCL exports both names (profilers interpose on ncclX and call pncclX).
 //  - apiGuard(name, body) runs one API body: nothing throws past it; an exception becomes
 //    ncclSystemError (out of memory, thread creation) or ncclInternalError with a message for
-//    ncclGetLastError. The last error is cleared on entry so a message always belongs to the
-//    call that failed.
+//    ncclGetLastError. Like NCCL's, the last message stays until a later failure replaces it,
+//    so it is read after the failing call returns.
 
 #include <exception>
 #include <new>

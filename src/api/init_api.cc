@@ -158,10 +158,19 @@ MIXCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncc
     }
     CommOptions options = parent->options();
     if (config != nullptr) MIXCCL_TRY(mixccl::api::parseConfig(fn, config, &options));
-    std::unique_ptr<Communicator> child;
-    MIXCCL_TRY(mixccl::splitCommunicator(parent, color, key, options, &child));
-    if (child) *newcomm = mixccl::api::registerComm(std::move(child));
-    return Result::kSuccess;
+    auto run = [parent, color, key, options, newcomm]() -> Result {
+      std::unique_ptr<Communicator> child;
+      MIXCCL_TRY(mixccl::splitCommunicator(parent, color, key, options, &child));
+      if (child) *newcomm = mixccl::api::registerComm(std::move(child));
+      return Result::kSuccess;
+    };
+    // In a group one thread may split several ranks: each split waits for the others, so they
+    // run in threads and ncclGroupEnd completes them (*newcomm is written by then).
+    if (mixccl::group::active()) {
+      mixccl::group::addTask(run);
+      return Result::kSuccess;
+    }
+    return run();
   });
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <thread>
 #include <tuple>
 
 #include "src/common/log.h"
@@ -17,6 +18,10 @@ struct GroupState {
   int depth = 0;
   std::vector<std::unique_ptr<Op>> ops;
   std::vector<Communicator*> inits;
+  // Blocking work that needs every rank of the group at once (split from one thread for several
+  // ranks): each runs in its own thread, joined by end(); the result slot is written by the thread.
+  std::vector<std::thread> tasks;
+  std::vector<std::unique_ptr<Result>> taskResults;
   Result firstError = Result::kSuccess;  // an error of a call inside the group, reported at end()
 };
 
@@ -63,10 +68,16 @@ Result end() {
   }
   if (--tGroup.depth > 0) return Result::kSuccess;
   std::vector<Communicator*> inits = std::move(tGroup.inits);
+  std::vector<std::thread> tasks = std::move(tGroup.tasks);
+  std::vector<std::unique_ptr<Result>> taskResults = std::move(tGroup.taskResults);
   std::vector<std::unique_ptr<Op>> ops = std::move(tGroup.ops);
   Result first = tGroup.firstError;
   tGroup = GroupState{};
   Result r = Result::kSuccess;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    tasks[i].join();
+    if (*taskResults[i] != Result::kSuccess && r == Result::kSuccess) r = *taskResults[i];
+  }
   for (Communicator* c : inits) {
     if (c->initThread().joinable()) c->initThread().join();
     if (c->options().blocking && c->asyncError() != Result::kSuccess && r == Result::kSuccess) r = c->asyncError();
@@ -106,6 +117,12 @@ Result noteError(Result r) {
 }
 
 void addPendingInit(Communicator* comm) { tGroup.inits.push_back(comm); }
+
+void addTask(std::function<Result()> task) {
+  tGroup.taskResults.push_back(std::make_unique<Result>(Result::kInProgress));
+  Result* slot = tGroup.taskResults.back().get();
+  tGroup.tasks.emplace_back([task = std::move(task), slot] { *slot = task(); });
+}
 
 void forget(Communicator* comm) {
   auto& ops = tGroup.ops;

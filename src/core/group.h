@@ -9,6 +9,7 @@
 // point-to-point calls complete whatever order the ranks posted them in. Communicator inits
 // issued inside a group are started at once and joined at groupEnd().
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -35,6 +36,10 @@ Result noteError(Result r);
 
 // A communicator whose init runs in a thread started inside a group: groupEnd() joins it.
 void addPendingInit(Communicator* comm);
+
+// Runs `task` in a new thread now; groupEnd() joins it and reports its error. For blocking calls
+// that need all ranks at once when one thread drives several ranks (ncclCommSplit in a group).
+void addTask(std::function<Result()> task);
 
 // Removes every queued operation and pending init of `comm` (it is being aborted or destroyed).
 void forget(Communicator* comm);

@@ -211,6 +211,27 @@ TEST_F(ApiTest, SplitByColorAndKey) {
   });
 }
 
+TEST_F(ApiTest, SplitInsideAGroupFromOneThread) {
+  constexpr int kRanks = 4;
+  ncclComm_t comms[kRanks], subs[kRanks];
+  ASSERT_EQ(ncclCommInitAll(comms, kRanks, nullptr), ncclSuccess) << ncclGetLastError(nullptr);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < kRanks; ++r) ASSERT_EQ(ncclCommSplit(comms[r], r / 2, r, &subs[r], nullptr), ncclSuccess);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+  std::vector<std::vector<int>> v(kRanks, std::vector<int>(10));
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < kRanks; ++r) {
+    std::fill(v[r].begin(), v[r].end(), r);
+    ASSERT_EQ(ncclAllReduce(v[r].data(), v[r].data(), 10, ncclInt32, ncclSum, subs[r], nullptr), ncclSuccess);
+  }
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+  for (int r = 0; r < kRanks; ++r) {
+    EXPECT_EQ(v[r][9], r < 2 ? 0 + 1 : 2 + 3);
+    EXPECT_EQ(ncclCommDestroy(subs[r]), ncclSuccess);
+    EXPECT_EQ(ncclCommDestroy(comms[r]), ncclSuccess);
+  }
+}
+
 TEST_F(ApiTest, ShrinkExcludesRanks) {
   constexpr int kRanks = 4;
   runRanks(kRanks, [](int rank, ncclComm_t comm) {
