@@ -33,6 +33,12 @@ Result runOps(std::vector<std::unique_ptr<Op>>& ops) {
   std::map<std::tuple<Communicator*, int, int>, size_t> index;  // (comm, kind, peer) -> stream
   for (auto& op : ops) {
     op->seq = op->comm->nextSeq();
+    MIXCCL_INFO(log::kColl,
+                "%s: opCount %llx sendbuff %p recvbuff %p count %llu datatype %s op %d root %d comm %p "
+                "[nranks=%d] stream %p",
+                collName(op->kind), static_cast<unsigned long long>(op->seq), op->input, op->output,
+                static_cast<unsigned long long>(op->count), dataTypeName(op->dtype), op->redOp, op->root,
+                static_cast<void*>(op->comm), op->comm->nranks(), op->stream);
     int peer = -1;
     int kind = 0;  // 0 collectives, 1 sends to peer, 2 receives from peer
     if (op->kind == CollKind::kSend || op->kind == CollKind::kRecv) {
