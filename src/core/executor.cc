@@ -172,7 +172,8 @@ class Backoff {
   explicit Backoff(int localRanks) {
     spins_ = config::getInt(config::Knob::kSpinCount);
     if (spins_ < 0) {
-      const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+      // hardware_concurrency() reads /sys on every call: once per process is enough.
+      static const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
       spins_ = static_cast<unsigned>(localRanks) <= cores ? 20000 : 50;
     }
   }
@@ -224,7 +225,6 @@ Result runStreams(std::vector<Stream>& streams) {
     for (Stream& s : streams) {
       if (s.done() || s.empty()) continue;
       Result r = s.progress(&advanced);
-      if (r == Result::kSuccess) r = s.comm()->progressTransports();
       if (r != Result::kSuccess) {
         result = r;
         break;
@@ -239,9 +239,12 @@ Result runStreams(std::vector<Stream>& streams) {
     }
     backoff.idle();
     if ((++polls & 63) != 0) continue;
+    // Every 64 idle polls: transport housekeeping (a TCP accept is a system call, too costly
+    // for every poll; connections an operation uses are driven by its own steps) and the flags.
     for (Stream& s : streams) {
       if (s.done() || s.empty()) continue;
-      result = checkFlags(s);
+      result = s.comm()->progressTransports();
+      if (result == Result::kSuccess) result = checkFlags(s);
       if (result != Result::kSuccess) break;
     }
     if (result != Result::kSuccess) break;

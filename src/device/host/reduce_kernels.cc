@@ -69,14 +69,18 @@ Result validate(void* dst, const void* b, size_t count, const ReduceSpec& spec) 
 
 }  // namespace
 
-KernelIsa bestKernelIsa() {
-  static const KernelIsa best = cpuHasAvx2F16c() ? KernelIsa::kAvx2 : KernelIsa::kPortable;
-  return best;
+// CPUID traps to the hypervisor in a virtual machine (tens of microseconds), so the answer is
+// read once per process, never per call.
+bool haveAvx2F16c() {
+  static const bool have = cpuHasAvx2F16c();
+  return have;
 }
+
+KernelIsa bestKernelIsa() { return haveAvx2F16c() ? KernelIsa::kAvx2 : KernelIsa::kPortable; }
 
 const char* kernelIsaName(KernelIsa isa) { return isa == KernelIsa::kAvx2 ? "avx2+f16c" : "portable"; }
 
-bool kernelIsaAvailable(KernelIsa isa) { return isa == KernelIsa::kPortable || cpuHasAvx2F16c(); }
+bool kernelIsaAvailable(KernelIsa isa) { return isa == KernelIsa::kPortable || haveAvx2F16c(); }
 
 Result reduceWithIsa(KernelIsa isa, void* dst, const void* a, const void* b, size_t count, const ReduceSpec& spec,
                      bool applyPre, bool applyPost) {
