@@ -35,7 +35,7 @@ void buildRingAllGather(const CollArgs& a, Schedule* s) {
   const int prev = ringPeer(a.rank, -1, n);
   const int next = ringPeer(a.rank, 1, n);
   forEachChunk(a.count, a.chunkElems, [&](uint64_t off, uint64_t len) {
-    forEachRingStep(a.rank, n, [&](int origin, RingRole role) {
+    forEachRingStep(a.rank, n, ringAnchored(a.fifoDepth), [&](int origin, RingRole role) {
       Step st;
       st.dst = Buf::kOutput;
       st.dstOffset = static_cast<uint64_t>(origin) * a.count + off;

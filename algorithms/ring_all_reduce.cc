@@ -60,7 +60,7 @@ void buildRingAllReduce(const CollArgs& a, Schedule* s) {
     auto segOffset = [&](int b) { return roundOff + b * base + std::min<uint64_t>(b, extra); };
     auto segCount = [&](int b) { return base + (static_cast<uint64_t>(b) < extra ? 1 : 0); };
 
-    forEachRingStep(a.rank, n, [&](int origin, RingRole role) {
+    forEachRingStep(a.rank, n, ringAnchored(a.fifoDepth), [&](int origin, RingRole role) {
       const int seg = ringPeer(origin, -1, n);
       if (segCount(seg) == 0) return;
       Step st;
@@ -78,7 +78,7 @@ void buildRingAllReduce(const CollArgs& a, Schedule* s) {
       s->steps.push_back(st);
     });
 
-    forEachRingStep(a.rank, n, [&](int origin, RingRole role) {
+    forEachRingStep(a.rank, n, ringAnchored(a.fifoDepth), [&](int origin, RingRole role) {
       const int seg = origin;
       if (segCount(seg) == 0) return;
       Step st;

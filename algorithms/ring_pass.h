@@ -47,17 +47,24 @@ namespace mixccl::algo {
 
 enum class RingRole { kOrigin, kRelay, kTerminal };
 
+// The anchored order costs overlap: with two ranks, rank 0 cannot send before it has received,
+// so the ranks alternate instead of copying at the same time. With FIFO depth >= 2 the plain
+// position order (every rank starts with its pure send) cannot deadlock - at most n-1 of the
+// n*D slots around the ring are ever in use - so it is used there (`anchored` = false);
+// tests/unit/schedule_test.cc runs both orders through the simulator.
+inline bool ringAnchored(uint32_t fifoDepth) { return fifoDepth < 2; }
+
 // Calls visit(origin, role) for the n steps of rank `rank` in one pass, in execution order.
 template <class F>
-inline void forEachRingStep(int rank, int nranks, F&& visit) {
+inline void forEachRingStep(int rank, int nranks, bool anchored, F&& visit) {
   auto roleAt = [nranks](int p) {
     return p == 0 ? RingRole::kOrigin : (p == nranks - 1 ? RingRole::kTerminal : RingRole::kRelay);
   };
   for (int p = 0; p < nranks; ++p) {
-    if (p == rank) continue;  // chain 0: deferred to the end
+    if (anchored && p == rank) continue;  // chain 0: deferred to the end
     visit((rank - p + nranks) % nranks, roleAt(p));
   }
-  visit(0, roleAt(rank));
+  if (anchored) visit(0, roleAt(rank));
 }
 
 }  // namespace mixccl::algo

@@ -41,7 +41,7 @@ void buildRingReduceScatter(const CollArgs& a, Schedule* s) {
   const int prev = ringPeer(a.rank, -1, n);
   const int next = ringPeer(a.rank, 1, n);
   forEachChunk(a.count, a.chunkElems, [&](uint64_t off, uint64_t len) {
-    forEachRingStep(a.rank, n, [&](int origin, RingRole role) {
+    forEachRingStep(a.rank, n, ringAnchored(a.fifoDepth), [&](int origin, RingRole role) {
       const uint64_t block = static_cast<uint64_t>(ringPeer(origin, -1, n));
       Step st;
       st.src = Buf::kInput;

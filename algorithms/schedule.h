@@ -76,6 +76,9 @@ struct CollArgs {
   int root = 0;             // Broadcast/Reduce/Gather/Scatter root; Send/Recv peer
   uint64_t count = 0;       // NCCL's count argument (per-rank count for AllGather/ReduceScatter/...)
   uint64_t chunkElems = 1;  // max elements per message (>= 1)
+  // Slots per lane the schedule will run on (MIXCCL_FIFO_DEPTH, equal on all ranks). Schedules
+  // are correct at depth 1; with more slots ring passes may use an order with more overlap.
+  uint32_t fifoDepth = 1;
 };
 
 struct Schedule {

@@ -60,6 +60,7 @@ Result prepareOp(Op* op) {
   args.count = op->count;
   const size_t elem = dataTypeSize(op->dtype);
   args.chunkElems = static_cast<uint64_t>(config::getInt(config::Knob::kChunkSize)) / elem;
+  args.fifoDepth = static_cast<uint32_t>(config::getInt(config::Knob::kFifoDepth));
   return algo::buildSchedule(args, &op->schedule);
 }
 

@@ -65,6 +65,7 @@ CollArgs argsFor(const Case& c, int rank) {
   a.root = c.root;
   a.count = c.count;
   a.chunkElems = c.chunk;
+  a.fifoDepth = static_cast<uint32_t>(c.depth);  // depth >= 2 selects the plain ring order
   return a;
 }
 
@@ -296,14 +297,17 @@ TEST(ScheduleMatrix, Gather) { runMatrix(CollKind::kGather); }
 TEST(ScheduleMatrix, Scatter) { runMatrix(CollKind::kScatter); }
 
 // All-reduce rounds with fewer elements than ranks skip the chains of empty segments; check
-// every segment pattern (every remainder) at FIFO depth 1, in and out of place.
+// every segment pattern (every remainder) at FIFO depth 1 (anchored ring order) and 2 (plain
+// order), in and out of place.
 TEST(ScheduleMatrix, AllReduceEverySegmentPattern) {
   for (int n = 2; n <= 16; ++n) {
     for (uint64_t chunk : {1ull, 2ull, 3ull}) {
       for (uint64_t count = 1; count <= 3 * n * chunk + 1; ++count) {
         for (bool inPlace : {false, true}) {
-          Case c{CollKind::kAllReduce, n, count, chunk, 0, inPlace, 1, SimOp::kSum};
-          ASSERT_EQ(runCase(c), "") << c.str();
+          for (size_t depth : {size_t{1}, size_t{2}}) {  // anchored and plain ring orders
+            Case c{CollKind::kAllReduce, n, count, chunk, 0, inPlace, depth, SimOp::kSum};
+            ASSERT_EQ(runCase(c), "") << c.str();
+          }
         }
       }
     }
