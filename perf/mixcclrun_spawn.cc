@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+#include "perf/mixcclrun_spawn.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+
+extern char** environ;
+
+namespace mixccl::run {
+namespace {
+
+std::string nameOf(const std::string& entry) { return entry.substr(0, entry.find('=')); }
+
+}  // namespace
+
+bool pickFreePorts(Ports* ports, std::string* error) {
+  // Both sockets stay bound until both ports are known, so the kernel cannot hand out one twice.
+  int fds[2] = {-1, -1};
+  int found[2] = {0, 0};
+  bool ok = true;
+  for (int i = 0; i < 2 && ok; ++i) {
+    fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    ok = fds[i] >= 0 && bind(fds[i], reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+         getsockname(fds[i], reinterpret_cast<sockaddr*>(&addr), &len) == 0;
+    if (ok) found[i] = ntohs(addr.sin_port);
+  }
+  if (!ok) *error = std::string("cannot find a free port on 127.0.0.1: ") + strerror(errno) + "; pass --port";
+  for (int fd : fds)
+    if (fd >= 0) close(fd);
+  ports->master = found[0];
+  ports->commId = found[1];
+  return ok;
+}
+
+std::vector<std::string> rankEnvironment(const Options& o, int rank, const Ports& ports) {
+  // A map keyed by name keeps one entry per variable, whatever order they were set in.
+  std::map<std::string, std::string> vars;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string entry = *e;
+    vars[nameOf(entry)] = entry;
+  }
+  for (const std::string& entry : o.env) {
+    std::string name = nameOf(entry);
+    if (entry.find('=') != std::string::npos) {
+      vars[name] = entry;
+    } else if (const char* ours = getenv(name.c_str()); ours != nullptr) {
+      vars[name] = name + "=" + ours;
+    }
+  }
+  auto set = [&](const std::string& name, const std::string& value) { vars[name] = name + "=" + value; };
+  set("RANK", std::to_string(rank));
+  set("WORLD_SIZE", std::to_string(o.np));
+  set("LOCAL_RANK", std::to_string(rank));
+  set("LOCAL_WORLD_SIZE", std::to_string(o.np));
+  set("MASTER_ADDR", "127.0.0.1");
+  set("MASTER_PORT", std::to_string(ports.master));
+  // A user's NCCL_COMM_ID wins: they may want a fixed port or interface.
+  if (vars.find("NCCL_COMM_ID") == vars.end()) set("NCCL_COMM_ID", "127.0.0.1:" + std::to_string(ports.commId));
+
+  std::vector<std::string> out;
+  out.reserve(vars.size());
+  for (auto& [name, entry] : vars) out.push_back(std::move(entry));
+  return out;
+}
+
+pid_t spawnRank(const std::vector<std::string>& argv, const std::vector<std::string>& env, const ChildSetup& setup,
+                int* execErrno, std::string* error) {
+  *execErrno = 0;
+  // Everything the child touches is prepared here: between fork and exec it only makes
+  // async-signal-safe system calls.
+  std::vector<char*> cargv;
+  for (const std::string& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+  cargv.push_back(nullptr);
+  std::vector<char*> cenv;
+  for (const std::string& e : env) cenv.push_back(const_cast<char*>(e.c_str()));
+  cenv.push_back(nullptr);
+
+  // The child reports a failed exec through this pipe; a successful exec closes it (O_CLOEXEC),
+  // so the parent reads EOF.
+  int status[2];
+  if (pipe2(status, O_CLOEXEC) != 0) {
+    *error = std::string("pipe2() failed: ") + strerror(errno);
+    return -1;
+  }
+  pid_t pid = fork();
+  if (pid < 0) {
+    *error = std::string("fork() failed: ") + strerror(errno);
+    close(status[0]);
+    close(status[1]);
+    return -1;
+  }
+  if (pid == 0) {
+    close(status[0]);
+    setpgid(0, 0);
+    // If we are killed with SIGKILL (nothing forwarded), the kernel kills the ranks for us. Our
+    // death may already have happened before prctl, so check the parent afterwards.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != setup.parentPid) _exit(1);
+    int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0 && devnull != 0) {
+      dup2(devnull, 0);
+      close(devnull);
+    }
+    if (setup.stdoutFd >= 0) dup2(setup.stdoutFd, 1);
+    if (setup.stderrFd >= 0) dup2(setup.stderrFd, 2);
+    sigaction(SIGPIPE, &setup.pipeAction, nullptr);
+    sigprocmask(SIG_SETMASK, &setup.originalMask, nullptr);
+    execvpe(cargv[0], cargv.data(), cenv.data());
+    int err = errno;
+    ssize_t ignored = write(status[1], &err, sizeof(err));
+    (void)ignored;
+    _exit(127);
+  }
+  close(status[1]);
+  // Also set the group from this side, so a signal sent right after we return cannot miss it.
+  setpgid(pid, pid);
+  int err = 0;
+  ssize_t n;
+  do {
+    n = read(status[0], &err, sizeof(err));
+  } while (n < 0 && errno == EINTR);
+  close(status[0]);
+  if (n == static_cast<ssize_t>(sizeof(err))) {
+    *execErrno = err;
+    *error = "cannot execute '" + argv[0] + "': " + strerror(err);
+    while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    return -1;
+  }
+  return pid;
+}
+
+}  // namespace mixccl::run
