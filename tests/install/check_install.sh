@@ -17,6 +17,8 @@ LD_LIBRARY_PATH="$tmp/prefix/lib" "$tmp/consumer/consumer"
 flags=$(PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig" pkg-config --cflags --libs mixccl)
 cc -o "$tmp/consumer_pc" "$src_dir/consumer/consumer.c" $flags
 LD_LIBRARY_PATH="$tmp/prefix/lib" "$tmp/consumer_pc"
-# The consumer must resolve NCCL's soname to the installed mixccl.
-LD_LIBRARY_PATH="$tmp/prefix/lib" ldd "$tmp/consumer_pc" | grep -q "libnccl.so.2 => $tmp/prefix/lib/libnccl.so.2"
+# The consumer must resolve NCCL's soname to the installed mixccl. ldd's output is captured
+# first: with pipefail, `ldd | grep -q` fails at random when grep exits before ldd is done.
+deps=$(LD_LIBRARY_PATH="$tmp/prefix/lib" ldd "$tmp/consumer_pc")
+grep -q "libnccl.so.2 => $tmp/prefix/lib/libnccl.so.2" <<<"$deps"
 echo "install check: ok"

@@ -83,20 +83,34 @@ void runLane(bool shm) {
   const size_t total = totalBytes();
   std::vector<uint8_t> src(kUserBuffer), dst(kUserBuffer);
   for (size_t i = 0; i < src.size(); i += 4096) src[i] = static_cast<uint8_t>(i >> 12);
+  // Every wait is bounded: a stuck lane fails the test instead of hanging CTest.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  auto waitMore = [&](Result* r) {
+    if (*r != Result::kInProgress) return false;
+    if (std::chrono::steady_clock::now() > deadline) {
+      *r = Result::kRemoteError;
+      return false;
+    }
+    std::this_thread::yield();  // the other end may share this core
+    return true;
+  };
   Result sendResult = Result::kSuccess;
   auto start = std::chrono::steady_clock::now();
   std::thread sender([&] {
     for (size_t off = 0; off < total && sendResult == Result::kSuccess; off += kSlotBytes) {
       void* slot = nullptr;
-      while ((sendResult = send->acquire(&slot)) == Result::kInProgress) {
-        std::this_thread::yield();  // the receiver may share this core
-      }
+      do {
+        sendResult = send->acquire(&slot);
+      } while (waitMore(&sendResult));
       if (sendResult != Result::kSuccess) break;
       memcpy(slot, src.data() + off % kUserBuffer, kSlotBytes);
       sendResult = send->commit(kSlotBytes);
     }
-    while (sendResult == Result::kSuccess && (sendResult = send->flush()) == Result::kInProgress) {
-      std::this_thread::yield();
+    // Drain the staged frames: flush() is in progress until the kernel took them all.
+    while (sendResult == Result::kSuccess) {
+      sendResult = send->flush();
+      if (!waitMore(&sendResult)) break;
+      sendResult = Result::kSuccess;
     }
   });
   Result recvResult = Result::kSuccess;
@@ -105,9 +119,8 @@ void runLane(bool shm) {
     size_t bytes = 0;
     recvResult = recv->peek(&data, &bytes);
     if (recvResult == Result::kInProgress) {
-      recvResult = ranks[1]->progress();
-      if (recvResult != Result::kSuccess) break;
-      std::this_thread::yield();
+      if (!waitMore(&recvResult)) break;
+      if ((recvResult = ranks[1]->progress()) != Result::kSuccess) break;
       continue;
     }
     if (recvResult != Result::kSuccess) break;
