@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+
+// Throughput of the host reduction kernels against memcpy, on buffers far larger than the caches.
+// Built as build/perf/bench_reduce (not installed).
+// Usage: bench_reduce [MiB per array, default 64] [repetitions, default 10]
+// "traffic" counts every byte read or written once (reduce: a + b + dst; memcpy: src + dst), which
+// is the number to compare with the machine's memory bandwidth.
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <vector>
+
+#include "src/device/device_backend.h"
+#include "src/device/host/reduce_kernels.h"
+
+namespace {
+
+double bestSeconds(int reps, const std::function<void()>& fn) {
+  fn();  // fault the pages in and warm the branch predictors
+  double best = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    auto t0 = std::chrono::steady_clock::now();
+    fn();
+    auto t1 = std::chrono::steady_clock::now();
+    best = std::min(best, std::chrono::duration<double>(t1 - t0).count());
+  }
+  return best;
+}
+
+void report(const char* what, size_t bytesPerArray, int arrays, double sec) {
+  const double traffic = static_cast<double>(bytesPerArray) * arrays / sec / 1e9;
+  const double perOut = static_cast<double>(bytesPerArray) / sec / 1e9;
+  std::printf("%-42s %8.2f ms  traffic %7.2f GB/s  output %7.2f GB/s\n", what, sec * 1e3, traffic, perOut);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace mixccl;
+  const size_t mib = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 64;
+  const int reps = argc > 2 ? std::atoi(argv[2]) : 10;
+  const size_t bytes = mib << 20;
+  std::vector<unsigned char> a(bytes), b(bytes), d(bytes);
+  // Realistic data: values in [-2, 2) written in each case's data type (see fill()).
+  auto fill = [&](DataType dtype) {
+    const size_t elem = dataTypeSize(dtype);
+    uint32_t x = 12345;
+    for (size_t off = 0; off + elem <= bytes; off += elem) {
+      uint8_t tmp[8];
+      x = x * 1664525u + 1013904223u;
+      encodeScalar(dtype, (static_cast<double>(x >> 8) / (1 << 24)) * 4.0 - 2.0, tmp);
+      std::memcpy(&a[off], tmp, elem);
+      x = x * 1664525u + 1013904223u;
+      encodeScalar(dtype, (static_cast<double>(x >> 8) / (1 << 24)) * 4.0 - 2.0, tmp);
+      std::memcpy(&b[off], tmp, elem);
+    }
+  };
+  std::printf("arrays of %zu MiB, best of %d\n", mib, reps);
+  report("memcpy", bytes, 2, bestSeconds(reps, [&] { std::memcpy(d.data(), a.data(), bytes); }));
+
+  struct Case {
+    DataType dtype;
+    RedOpKind op;
+    bool inPlace;
+    bool pre;
+  };
+  const Case cases[] = {
+      {DataType::kFloat32, RedOpKind::kSum, false, false},    {DataType::kFloat32, RedOpKind::kSum, true, false},
+      {DataType::kFloat32, RedOpKind::kMax, false, false},    {DataType::kFloat32, RedOpKind::kSum, false, true},
+      {DataType::kFloat64, RedOpKind::kSum, false, false},    {DataType::kInt32, RedOpKind::kSum, false, false},
+      {DataType::kInt8, RedOpKind::kSum, false, false},       {DataType::kFloat16, RedOpKind::kSum, false, false},
+      {DataType::kFloat16, RedOpKind::kSum, true, false},     {DataType::kFloat16, RedOpKind::kSum, false, true},
+      {DataType::kBfloat16, RedOpKind::kSum, false, false},   {DataType::kBfloat16, RedOpKind::kSum, true, false},
+      {DataType::kBfloat16, RedOpKind::kSum, false, true},    {DataType::kFloat8e4m3, RedOpKind::kSum, false, false},
+      {DataType::kFloat8e5m2, RedOpKind::kSum, false, false},
+  };
+  for (const Case& c : cases) {
+    fill(c.dtype);
+    for (host::KernelIsa isa : {host::KernelIsa::kPortable, host::KernelIsa::kAvx2}) {
+      if (!host::kernelIsaAvailable(isa)) continue;
+      ReduceSpec spec;
+      spec.dtype = c.dtype;
+      spec.op = c.op;
+      spec.preMul = c.pre;
+      encodeScalar(c.dtype, 0.25, spec.scalar);
+      const size_t count = bytes / dataTypeSize(c.dtype);
+      void* dst = c.inPlace ? static_cast<void*>(a.data()) : static_cast<void*>(d.data());
+      const double sec = bestSeconds(reps, [&] {
+        if (!ok(host::reduceWithIsa(isa, dst, a.data(), b.data(), count, spec, true, false))) std::abort();
+      });
+      char label[128];
+      std::snprintf(label, sizeof(label), "%s %s %s%s%s", host::kernelIsaName(isa), dataTypeName(c.dtype),
+                    redOpName(c.op), c.inPlace ? " in-place" : "", c.pre ? " premul" : "");
+      report(label, bytes, 3, sec);
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+// What one perf tool knows about its collective. The harness (harness.h) does everything else:
+// flags, ranks, buffers, timing, checking and output. A tool is one CollDesc and a main() that
+// hands it to runPerfTool().
+//
+// Terms, as nccl-tests uses them: for a row of `size` bytes and a type of `ts` bytes the tool starts
+// from count = size / ts elements; the collective trims it to what it can split evenly and reports
+// `paramCount`, the count argument of the NCCL call, in the "count" column, and the larger of its
+// send and receive buffers in the "size" column.
+#pragma once
+
+#include <nccl.h>
+
+#include <cstddef>
+
+namespace mixccl::perf {
+
+// Buffer shape of one rank for one row, in elements.
+struct Counts {
+  size_t send = 0;            // elements in this rank's send buffer
+  size_t recv = 0;            // elements in this rank's receive buffer
+  size_t param = 0;           // the count passed to the NCCL call
+  size_t sendInPlaceOff = 0;  // in place: send buffer = shared buffer + this
+  size_t recvInPlaceOff = 0;  // in place: receive buffer = shared buffer + this
+};
+
+// Arguments of one call of the collective on one rank.
+struct CallArgs {
+  const void* send;
+  void* recv;
+  size_t count;  // Counts::param
+  ncclDataType_t type;
+  ncclRedOp_t op;  // only for reductions
+  int root;        // only for rooted collectives
+  int rank;
+  int nranks;
+  ncclComm_t comm;
+};
+
+// Where output element j of a rank comes from, for the checker.
+struct Source {
+  enum Kind { kNone, kMove, kReduce } kind = kNone;  // kNone: not checked (e.g. non-root of reduce)
+  int rank = 0;                                      // kMove: the rank whose input it is
+  size_t index = 0;  // kMove: element of that rank's input; kReduce: element reduced over all ranks
+};
+
+struct CollDesc {
+  const char* name;     // "all_reduce": the JSON "collective" and the tool's name without "_perf"
+  bool reduces;         // takes -o; the redop column shows the op, else "none"
+  bool rooted;          // takes -r; the root column shows the root, else -1
+  bool inPlaceChecked;  // false where NCCL defines no in-place form: that column's #wrong is N/A
+  bool bwOfAllRanks;    // algbw counts count*nranks elements (gathers, scatters, alltoall), else count
+  double (*busFactor)(int nranks);
+  Counts (*counts)(size_t count, int nranks, int rank);
+  ncclResult_t (*call)(const CallArgs& a);
+  Source (*source)(int rank, int nranks, int root, size_t param, size_t j);
+};
+
+// Parses the flags, runs every row and prints nccl-tests' output. Returns the process exit code.
+int runPerfTool(const CollDesc& desc, int argc, char** argv);
+
+}  // namespace mixccl::perf

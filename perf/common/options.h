@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+// Command-line flags of the perf tools: nccl-tests' letters, meanings and defaults where they make
+// sense on host memory (see perf/README.md for the list and the differences).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "perf/common/collective.h"
+#include "perf/common/datatypes.h"
+
+namespace mixccl::perf {
+
+enum class AvgMode { kRank0 = 0, kAverage = 1, kMin = 2, kMax = 3 };
+
+struct Options {
+  int nThreads = 1;  // -t: ranks per process, one thread each
+  int nGpus = 1;     // -g: must be 1 on host memory
+  size_t minBytes = 32u << 20;
+  size_t maxBytes = 32u << 20;
+  size_t stepBytes = 1u << 20;
+  size_t stepFactor = 1;
+  int iters = 20;
+  int warmupIters = 1;
+  int aggIters = 1;
+  bool check = true;
+  std::vector<TypeInfo> types;  // from -d
+  std::vector<OpInfo> ops;      // from -o
+  std::vector<int> roots;       // from -r (one root), unless allRoots: every rank, known once ranks are counted
+  bool allRoots = false;
+  AvgMode avg = AvgMode::kAverage;
+  bool blocking = false;  // -z 1: barrier after each collective
+  int cycles = 1;         // -N: 0 runs forever
+  int timeoutSec = 0;     // -T: 0 means none
+  std::string jsonPath;   // -J
+  std::string memory = "host";
+  int graph = 0;
+
+  // Sizes of the rows, in bytes, in order.
+  std::vector<size_t> sizes() const;
+};
+
+// Parses argv. On --help or a bad flag prints to stdout/stderr and returns the exit code to use.
+std::optional<int> parseOptions(const CollDesc& desc, int argc, char** argv, Options* out);
+
+// "64K" -> 65536: an integer with an optional K, M or G suffix (powers of 1024), as nccl-tests reads.
+std::optional<size_t> parseSize(const std::string& text);
+
+}  // namespace mixccl::perf

@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+// The tools' output: nccl-tests' text layout (preamble, device lines, two-group table, footer), so
+// scripts that parse nccl-tests read ours, and the JSON file of -J (schema in perf/README.md).
+// Only global rank 0 calls these.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "perf/common/options.h"
+
+namespace mixccl::perf {
+
+struct RankLine {
+  int rank;
+  int group;
+  int pid;
+  int device;  // index of the rank on its host
+  std::string host;
+};
+
+struct Cell {  // one column group (out-of-place or in-place) of a row
+  double timeUs = 0;
+  double algbw = 0;
+  double busbw = 0;
+  std::optional<int64_t> wrong;  // empty: not checked (N/A)
+};
+
+struct Row {
+  size_t bytes;
+  size_t count;
+  std::string type;
+  std::string redop;
+  int root;
+  Cell oop;
+  Cell ip;
+};
+
+void printPreamble(const Options& o, const std::vector<RankLine>& ranks, const std::vector<std::string>& notes);
+void printTableHeader();
+void printRow(const Row& row);
+// errors: (row, placement) pairs with wrong elements; avgBusbw over every printed cell.
+void printFooter(int errors, double avgBusbw);
+
+// A time in microseconds as nccl-tests prints it: 7 wide, 2, 1 or 0 decimals by magnitude.
+std::string formatTime(double us);
+
+class JsonReport {
+ public:
+  JsonReport(std::string collective, int nranks, std::string host);
+  void add(const Row& row);
+  // Writes the file; false (with a message on stderr) when it cannot.
+  bool write(const std::string& path, double avgBusbw) const;
+
+ private:
+  std::string collective_;
+  int nranks_;
+  std::string host_;
+  std::vector<Row> rows_;
+};
+
+}  // namespace mixccl::perf

@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: 2026 The mixccl authors
+"""Flag handling of the perf tools: nccl-tests' spellings reach the preamble, unsupported requests
+(-m cuda, -g 2, a bad size, a root past the last rank, processes on several hosts without a
+rendezvous) fail with a message and a non-zero status.  Usage: cli_test.py BINDIR"""
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import nccltests_output  # noqa: E402
+
+BIN = sys.argv[1]
+CLEAN = {k: v for k, v in os.environ.items()
+         if not k.startswith(("OMPI_", "PMI_", "PMIX_", "SLURM_", "MASTER_", "NCCL_COMM_ID"))
+         and k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
+failures = []
+
+
+def run(tool, *flags, env=None):
+    e = dict(CLEAN)
+    e.update(env or {})
+    return subprocess.run([os.path.join(BIN, f"{tool}_perf"), *flags], env=e, capture_output=True, text=True,
+                          timeout=60)
+
+
+def expect(name, cond, p):
+    if not cond:
+        failures.append(f"{name}: status {p.returncode}\nstdout: {p.stdout[-1500:]}\nstderr: {p.stderr[-800:]}")
+    else:
+        print(f"ok   {name}")
+
+
+def refused(name, p, text):
+    expect(name, p.returncode != 0 and text in p.stderr, p)
+
+
+p = run("all_reduce", "-m", "cuda")
+refused("-m cuda", p, "CUDA buffers need the CUDA backend, not built yet")
+refused("-g 2", run("all_reduce", "-g", "2"), "-g must be 1")
+refused("-b 1Q", run("all_reduce", "-b", "1Q"), "is not a size")
+refused("-o bogus", run("all_reduce", "-o", "bogus"), "unknown operation")
+refused("-d bogus", run("all_reduce", "-d", "bogus"), "unknown data type")
+refused("-r 2 with 2 ranks", run("broadcast", "-t", "2", "-r", "2"), "only 2 ranks")
+refused("several hosts, no rendezvous",
+        run("all_reduce", env={"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "2",
+                               "OMPI_COMM_WORLD_LOCAL_RANK": "0", "OMPI_COMM_WORLD_LOCAL_SIZE": "1"}),
+        "NCCL_COMM_ID")
+p = run("all_reduce", "--help")
+expect("--help", p.returncode == 0 and "--minbytes" in p.stdout and "--op" in p.stdout, p)
+
+# Long and short spellings, suffixes, step in bytes, agg iters through nccl-tests' -m N.
+p = run("all_reduce", "--minbytes", "1K", "-e", "3K", "-i", "1K", "-n", "3", "-w", "0", "-m", "2", "-t", "2")
+res = nccltests_output.parse(p.stdout) if p.returncode == 0 else None
+expect("sizes, -i, -m N", res and res["preamble"]["minBytes"] == 1024 and res["preamble"]["maxBytes"] == 3072
+       and res["preamble"]["stepKind"] == "bytes" and res["preamble"]["step"] == 1024 and res["preamble"]["agg"] == 2
+       and res["preamble"]["iters"] == 3 and [r["size"] for r in res["rows"]] == [1024, 2048, 3072], p)
+p = run("all_reduce", "-b", "64", "-e", "64", "-c", "0", "-t", "2")
+res = nccltests_output.parse(p.stdout) if p.returncode == 0 else None
+expect("-c 0 prints N/A", res and res["preamble"]["validation"] == 0
+       and all(r["oop_wrong"] is None and r["ip_wrong"] is None for r in res["rows"]), p)
+p = run("all_gather", "-b", "64", "-e", "256", "-f", "2", "-N", "2", "-z", "1", "-a", "3", "-T", "60", "-t", "2")
+res = nccltests_output.parse(p.stdout) if p.returncode == 0 else None
+expect("-N 2 -z 1 -a 3 -T 60", res and len(res["rows"]) == 6 and "# Blocking Enabled" in p.stdout, p)
+for a in ("0", "1", "2"):
+    p = run("reduce_scatter", "-b", "1K", "-e", "1K", "-a", a, "-t", "3")
+    expect(f"-a {a}", p.returncode == 0 and nccltests_output.parse(p.stdout)["oob"] == (0, True), p)
+p = run("sendrecv", "-b", "1K", "-e", "1K")
+expect("one rank", p.returncode == 0 and nccltests_output.parse(p.stdout)["oob"] == (0, True), p)
+
+if failures:
+    print("FAIL " + "\nFAIL ".join(failures))
+    sys.exit(1)
