@@ -26,8 +26,20 @@ namespace mixccl::api {
 
 inline ncclResult_t toNccl(Result r) { return static_cast<ncclResult_t>(r); }
 
+// Communicators an API call looked up stay pinned until its outermost apiGuard returns, so an
+// abort or destroy on another thread waits for the call instead of freeing what it uses
+// (handle.cc). Defined there.
+void unpinCallComms() noexcept;
+inline thread_local int tApiDepth = 0;
+
 template <class Body>
 ncclResult_t apiGuard(const char* name, Body&& body) noexcept {
+  struct Depth {
+    Depth() { ++tApiDepth; }
+    ~Depth() {
+      if (--tApiDepth == 0) unpinCallComms();
+    }
+  } depth;
   try {
     return toNccl(body());
   } catch (const std::bad_alloc&) {

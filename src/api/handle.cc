@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <mutex>
 #include <unordered_set>
+#include <vector>
 
 namespace mixccl::api {
 namespace {
@@ -26,6 +27,8 @@ ncclComm* registerComm(std::unique_ptr<Communicator> comm) {
   return handle;
 }
 
+void freeComm(ncclComm* handle) { delete handle; }
+
 void releaseComm(ncclComm* handle) {
   {
     std::lock_guard<std::mutex> lock(gMutex);
@@ -34,16 +37,45 @@ void releaseComm(ncclComm* handle) {
   delete handle;
 }
 
-Result lookupComm(const char* fn, ncclComm_t handle, Communicator** out) {
-  if (handle == nullptr) return fail(Result::kInvalidArgument, "%s: comm is NULL", fn);
-  std::lock_guard<std::mutex> lock(gMutex);
+namespace {
+
+thread_local std::vector<Communicator*> tPinned;
+
+// Requires gMutex.
+Result checkLive(const char* fn, ncclComm_t handle) {
   if (gLive->count(handle) == 0) {
     return fail(Result::kInvalidArgument,
                 "%s: comm %p is not a live communicator (destroyed, aborted or never created)", fn,
                 static_cast<void*>(handle));
   }
+  return Result::kSuccess;
+}
+
+}  // namespace
+
+Result lookupComm(const char* fn, ncclComm_t handle, Communicator** out) {
+  if (handle == nullptr) return fail(Result::kInvalidArgument, "%s: comm is NULL", fn);
+  tPinned.reserve(tPinned.size() + 1);  // may throw: before the pin, so nothing leaks
+  std::lock_guard<std::mutex> lock(gMutex);
+  MIXCCL_TRY(checkLive(fn, handle));
+  *out = handle->impl.get();
+  (*out)->enterCall();
+  tPinned.push_back(*out);
+  return Result::kSuccess;
+}
+
+Result takeComm(const char* fn, ncclComm_t handle, Communicator** out) {
+  if (handle == nullptr) return fail(Result::kInvalidArgument, "%s: comm is NULL", fn);
+  std::lock_guard<std::mutex> lock(gMutex);
+  MIXCCL_TRY(checkLive(fn, handle));
+  gLive->erase(handle);
   *out = handle->impl.get();
   return Result::kSuccess;
+}
+
+void unpinCallComms() noexcept {
+  for (Communicator* c : tPinned) c->leaveCall();
+  tPinned.clear();
 }
 
 Result lookupReadyComm(const char* fn, ncclComm_t handle, Communicator** out) {

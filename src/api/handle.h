@@ -19,10 +19,16 @@ namespace mixccl::api {
 
 // Registers a new handle owning `comm`.
 ncclComm* registerComm(std::unique_ptr<Communicator> comm);
-// Unregisters and frees a handle (the caller made sure no call is in flight).
-void releaseComm(ncclComm* handle);
-// The communicator of a live handle; kInvalidArgument naming `fn` otherwise.
+// The communicator of a live handle; kInvalidArgument naming `fn` otherwise. It stays pinned
+// (Communicator::enterCall) until the calling API function returns (guard.h).
 Result lookupComm(const char* fn, ncclComm_t handle, Communicator** out);
+// For destroy and abort: unregisters a live handle atomically, so later lookups fail and only one
+// of several racing destroyers wins; the caller then waits for pinned calls and frees it.
+Result takeComm(const char* fn, ncclComm_t handle, Communicator** out);
+// Frees a handle taken with takeComm once no call uses it (Communicator::waitForCalls).
+void freeComm(ncclComm* handle);
+// Unregisters and frees a handle no other thread can know yet (its init failed inline).
+void releaseComm(ncclComm* handle);
 // As lookupComm, and the communicator must be usable for operations: initialised (a
 // non-blocking init is waited for), not finalized, not aborted or revoked, no earlier error.
 Result lookupReadyComm(const char* fn, ncclComm_t handle, Communicator** out);

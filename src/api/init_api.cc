@@ -225,10 +225,10 @@ MIXCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
 MIXCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
   return apiGuard("ncclCommDestroy", [&]() -> Result {
     Communicator* c = nullptr;
-    MIXCCL_TRY(mixccl::api::lookupComm("ncclCommDestroy", comm, &c));
+    MIXCCL_TRY(mixccl::api::takeComm("ncclCommDestroy", comm, &c));
     mixccl::group::forget(c);
     c->waitForCalls();
-    mixccl::api::releaseComm(comm);
+    mixccl::api::freeComm(comm);
     return Result::kSuccess;
   });
 }
@@ -237,11 +237,11 @@ MIXCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
   return apiGuard("ncclCommAbort", [&]() -> Result {
     if (comm == nullptr) return Result::kSuccess;  // NCCL accepts aborting a NULL communicator
     Communicator* c = nullptr;
-    MIXCCL_TRY(mixccl::api::lookupComm("ncclCommAbort", comm, &c));
+    MIXCCL_TRY(mixccl::api::takeComm("ncclCommAbort", comm, &c));
     c->abort();
     mixccl::group::forget(c);
     c->waitForCalls();
-    mixccl::api::releaseComm(comm);
+    mixccl::api::freeComm(comm);
     return Result::kSuccess;
   });
 }
