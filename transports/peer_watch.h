@@ -13,6 +13,8 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
 
 namespace mixccl {
 
@@ -28,20 +30,41 @@ class PeerWatch {
   // The connection moved data: restart the idle period.
   void progressed() { idleCalls_ = 0; }
 
-  // One more call that found nothing to do. False once the peer process is known to be gone.
-  bool idle() {
-    if (pid_ <= 0 || ++idleCalls_ % kCallsPerClockRead != 1) return true;
+  // One more call that found nothing to do. True once per kCheckInterval of uninterrupted
+  // idling: time for the checks that cost a system call (peerAlive(), a transport's own).
+  bool due() {
+    if (++idleCalls_ % kCallsPerClockRead != 1) return false;
     auto now = std::chrono::steady_clock::now();
     if (idleCalls_ == 1) {
       idleSince_ = now;  // first idle call of a new wait: start its clock
-      return true;
+      return false;
     }
-    if (now - idleSince_ < kCheckInterval) return true;
+    if (now - idleSince_ < kCheckInterval) return false;
     idleSince_ = now;
-    // EPERM means the pid exists but belongs to someone else (pid reuse is not worth guarding
-    // against within one job's lifetime); only ESRCH proves death.
-    return !(kill(pid_, 0) != 0 && errno == ESRCH);
+    return true;
   }
+
+  // False once the peer process is known to be gone. EPERM means the pid exists but belongs to
+  // someone else (pid reuse is not worth guarding against within one job's lifetime); only
+  // ESRCH proves death. A killed process stays a zombie until its parent reaps it, and kill()
+  // still finds it, so the state in /proc/<pid>/stat decides (Z or X: dead).
+  bool peerAlive() const {
+    if (pid_ <= 0) return true;
+    if (kill(pid_, 0) != 0) return errno != ESRCH;
+    char path[64], buf[512];
+    snprintf(path, sizeof(path), "/proc/%d/stat", static_cast<int>(pid_));
+    FILE* f = fopen(path, "re");
+    if (f == nullptr) return true;  // no /proc: trust kill()
+    const size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    // "pid (comm) S ...": comm may contain anything, so the state follows the last ')'.
+    const char* close = strrchr(buf, ')');
+    return close == nullptr || close[1] != ' ' || (close[2] != 'Z' && close[2] != 'X');
+  }
+
+  // due() and peerAlive() together: false once the peer is known to be gone.
+  bool idle() { return pid_ <= 0 || !due() || peerAlive(); }
 
   int32_t pid() const { return pid_; }
 

@@ -41,9 +41,10 @@ class SendConnection {
   // A free slot to write the next message into (slotBytes() bytes). kInProgress while every slot
   // is in use or the lane is still being set up.
   virtual Result acquire(void** slot) = 0;
-  // Publishes the slot returned by the last acquire() with `bytes` (<= slotBytes()) of payload.
-  // Zero-byte messages are allowed.
-  virtual Result commit(size_t bytes) = 0;
+  // Publishes the slot returned by the last acquire() with `bytes` (<= slotBytes()) of payload
+  // and an opaque 64-bit `stamp` that travels with it (the engine's operation descriptor, used to
+  // detect ranks that called different operations; PROTOCOL.md). Zero-byte messages are allowed.
+  virtual Result commit(size_t bytes, uint64_t stamp) = 0;
   // kSuccess once every committed message has left this rank's hands (stored in shared memory, or
   // written to the kernel), so the engine may return to the user; kInProgress otherwise.
   virtual Result flush() = 0;
@@ -53,9 +54,9 @@ class SendConnection {
 class RecvConnection {
  public:
   virtual ~RecvConnection() = default;
-  // The oldest message not yet released: a pointer valid until release(), and its size.
-  // kInProgress when none has arrived.
-  virtual Result peek(const void** data, size_t* bytes) = 0;
+  // The oldest message not yet released: a pointer valid until release(), its size and the
+  // stamp it was committed with. kInProgress when none has arrived.
+  virtual Result peek(const void** data, size_t* bytes, uint64_t* stamp) = 0;
   // Returns the slot of the message given by peek() to the sender.
   virtual Result release() = 0;
 };

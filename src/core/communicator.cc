@@ -15,7 +15,11 @@
 namespace mixccl {
 
 Communicator::Communicator(int nranks, int rank, const CommOptions& options)
-    : nranks_(nranks), rank_(rank), options_(options) {}
+    : nranks_(nranks),
+      rank_(rank),
+      options_(options),
+      sendSeq_(static_cast<size_t>(nranks), 0),
+      recvSeq_(static_cast<size_t>(nranks), 0) {}
 
 Communicator::~Communicator() {
   if (initThread_.joinable()) initThread_.join();

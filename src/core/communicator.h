@@ -89,8 +89,14 @@ class Communicator {
   Result asyncError() const { return static_cast<Result>(asyncError_.load(std::memory_order_acquire)); }
   void setAsyncError(Result r);
 
-  // Sequence number of collective operations issued on this communicator.
-  uint64_t nextSeq() { return seq_++; }
+  // Sequence number of the next operation: collectives count per communicator, sends and
+  // receives per peer, so the numbers agree across ranks however point-to-point calls interleave
+  // with collectives (op_stamp.h).
+  uint64_t nextSeq(CollKind kind, int peer) {
+    if (kind == CollKind::kSend) return sendSeq_[peer]++;
+    if (kind == CollKind::kRecv) return recvSeq_[peer]++;
+    return seq_++;
+  }
   // Number of shrinks issued on this communicator (tags the child's id message).
   uint32_t nextShrinkSeq() { return shrinkSeq_++; }
 
@@ -125,6 +131,7 @@ class Communicator {
   std::atomic<int> asyncError_{static_cast<int>(Result::kInProgress)};
   std::atomic<int> calls_{0};
   uint64_t seq_ = 0;
+  std::vector<uint64_t> sendSeq_, recvSeq_;  // per peer
   uint32_t shrinkSeq_ = 0;
 
   std::unique_ptr<DeviceBackend> backend_;
@@ -141,6 +148,6 @@ class Communicator {
 };
 
 // The protocol version this build speaks (PROTOCOL.md); all ranks of a communicator must agree.
-constexpr uint32_t kProtocolVersion = 1;
+constexpr uint32_t kProtocolVersion = 2;  // 2: stamped messages, shm closed flags
 
 }  // namespace mixccl

@@ -14,6 +14,7 @@
 #include "src/common/log.h"
 #include "src/common/socket.h"
 #include "src/core/communicator.h"
+#include "src/core/op_stamp.h"
 
 namespace mixccl {
 namespace {
@@ -51,7 +52,9 @@ Result Stream::tryStep(Op& op, const algo::Step& s) {
     waitingRecv_ = true;
     MIXCCL_TRY(comm.recvConnection(s.recvPeer, op.lane, &rconn));
     size_t got = 0;
-    MIXCCL_TRY(rconn->peek(&in, &got));
+    uint64_t stamp = 0;
+    MIXCCL_TRY(peekData(op, rconn, s.recvPeer, &in, &got, &stamp));
+    if (stamp != op.stamp) return stampMismatch(op, stamp, s.recvPeer);
     if (got != bytes) {
       return fail(Result::kInvalidUsage,
                   "%s (seq %llu) on rank %d expected a %zu-byte message from rank %d and got %zu bytes: the ranks "
@@ -85,7 +88,7 @@ Result Stream::tryStep(Op& op, const algo::Step& s) {
     if (dst != nullptr && slot != nullptr) MIXCCL_TRY(dev->copy(slot, dst, bytes, op.stream));
   }
   if (sconn != nullptr) {
-    MIXCCL_TRY(sconn->commit(bytes));
+    MIXCCL_TRY(sconn->commit(bytes, op.stamp));
     noteSend(sconn);
   }
   if (rconn != nullptr) MIXCCL_TRY(rconn->release());
@@ -132,6 +135,7 @@ Result Stream::progress(bool* advanced) {
     ++opIndex_;
     stepIndex_ = 0;
     connected_ = false;
+    probed_.clear();
   }
   // Everything is issued; the call may return once every message left this rank.
   while (!toFlush_.empty()) {
@@ -143,6 +147,79 @@ Result Stream::progress(bool* advanced) {
   }
   finished_ = true;
   return Result::kSuccess;
+}
+
+// peek() that consumes probes: a probe of this operation's sequence number that describes
+// another operation is a mismatch; any other probe has served its purpose.
+Result Stream::peekData(Op& op, RecvConnection* rconn, int peer, const void** data, size_t* bytes, uint64_t* stamp) {
+  for (;;) {
+    MIXCCL_TRY(rconn->peek(data, bytes, stamp));
+    if ((*stamp & kStampProbe) == 0) return Result::kSuccess;
+    const uint64_t theirs = *stamp & ~kStampProbe;
+    if (sameSeq(theirs, op.stamp) && theirs != op.stamp) return stampMismatch(op, theirs, peer);
+    MIXCCL_TRY(rconn->release());
+  }
+}
+
+// Empty messages stamped with this operation, to every peer on the collective lane, so that
+// whichever ranks wait for this one find something to compare (op_stamp.h). A peer whose lane
+// is full or not set up yet is tried again at the next call; a full lane carries data anyway.
+Result Stream::sendProbes(Op& op) {
+  Communicator& comm = *op.comm;
+  if (op.lane != kLaneColl) return Result::kSuccess;
+  // Push what earlier rounds queued: a TCP lane still connecting holds its probe until a call
+  // moves it, and a stuck operation makes no other call on that lane.
+  for (SendConnection* c : toFlush_) {
+    Result r = c->flush();
+    if (r != Result::kInProgress) MIXCCL_TRY(r);
+  }
+  if (probed_.size() != static_cast<size_t>(comm.nranks())) probed_.assign(static_cast<size_t>(comm.nranks()), 0);
+  for (int peer = 0; peer < comm.nranks(); ++peer) {
+    if (peer == comm.rank() || probed_[peer]) continue;
+    SendConnection* sconn = nullptr;
+    MIXCCL_TRY(comm.sendConnection(peer, op.lane, &sconn));
+    void* slot = nullptr;
+    Result r = sconn->acquire(&slot);
+    if (r == Result::kInProgress) continue;
+    MIXCCL_TRY(r);
+    MIXCCL_TRY(sconn->commit(0, op.stamp | kStampProbe));
+    noteSend(sconn);
+    probed_[peer] = 1;
+  }
+  return Result::kSuccess;
+}
+
+Result Stream::checkPending(bool probe) {
+  if (finished_ || opIndex_ >= ops_.size()) return Result::kSuccess;
+  Op& op = *ops_[opIndex_];
+  if (probe) MIXCCL_TRY(sendProbes(op));
+  // FIFO order per lane: while this operation still expects a message from a peer, the oldest
+  // message from that peer must be this operation's. On the collective lane the same holds for a
+  // peer it still sends to: that peer cannot have finished this operation, so anything it sent
+  // that is not of this operation is a mismatch. Looking there also creates that lane, which
+  // unblocks a peer that sends to us when our schedule never receives from it (two ranks that
+  // both think they are a broadcast's root wait for each other's shm segment otherwise). The
+  // next steps are enough: a stuck operation waits on one of them.
+  constexpr size_t kLookahead = 64;
+  const auto& steps = op.schedule.steps;
+  for (size_t i = stepIndex_; i < steps.size() && i < stepIndex_ + kLookahead; ++i) {
+    for (int peer : {steps[i].recvPeer, op.lane == kLaneColl ? steps[i].sendPeer : -1}) {
+      if (peer >= 0) MIXCCL_TRY(checkOldestFrom(op, peer));
+    }
+  }
+  return Result::kSuccess;
+}
+
+Result Stream::checkOldestFrom(Op& op, int peer) {
+  RecvConnection* rconn = nullptr;
+  MIXCCL_TRY(op.comm->recvConnection(peer, op.lane, &rconn));
+  const void* data = nullptr;
+  size_t bytes = 0;
+  uint64_t stamp = 0;
+  Result r = peekData(op, rconn, peer, &data, &bytes, &stamp);
+  if (r == Result::kInProgress) return Result::kSuccess;
+  MIXCCL_TRY(r);
+  return stamp == op.stamp ? Result::kSuccess : stampMismatch(op, stamp, peer);
 }
 
 std::string Stream::describeWait() const {
@@ -209,6 +286,10 @@ Result checkFlags(const Stream& s) {
 
 }  // namespace
 
+// How long a stream waits before it probes the peer it waits for (op_stamp.h): long enough that
+// a healthy job almost never probes, short against any deadline.
+constexpr std::chrono::milliseconds kProbeAfter{200};
+
 Result runStreams(std::vector<Stream>& streams) {
   const auto timeout = std::chrono::seconds(config::getInt(config::Knob::kTimeout));
   auto lastProgress = Clock::now();
@@ -245,6 +326,7 @@ Result runStreams(std::vector<Stream>& streams) {
       if (s.done() || s.empty()) continue;
       result = s.comm()->progressTransports();
       if (result == Result::kSuccess) result = checkFlags(s);
+      if (result == Result::kSuccess) result = s.checkPending(Clock::now() - lastProgress > kProbeAfter);
       if (result != Result::kSuccess) break;
     }
     if (result != Result::kSuccess) break;

@@ -33,17 +33,26 @@ class Stream {
   Result progress(bool* advanced);
   // "AllReduce seq 12 step 3/14: waiting for a message from rank 2" (for timeouts and dumps).
   std::string describeWait() const;
+  // While the stream is stuck: kInvalidUsage if a peer this operation still receives from has a
+  // message of another operation waiting (a mismatch that would otherwise deadlock, e.g. both
+  // ranks blocked sending into full lanes). Cheap enough for idle polls only.
+  // With `probe`, also sends one probe (op_stamp.h) per operation to every peer.
+  Result checkPending(bool probe);
 
  private:
   Result tryStep(Op& op, const algo::Step& step);
   Result connectAll(Op& op);
+  Result checkOldestFrom(Op& op, int peer);
+  Result peekData(Op& op, RecvConnection* rconn, int peer, const void** data, size_t* bytes, uint64_t* stamp);
+  Result sendProbes(Op& op);
   void noteSend(SendConnection* c);
 
   std::vector<Op*> ops_;
   size_t opIndex_ = 0;
   size_t stepIndex_ = 0;
   bool finished_ = false;
-  bool connected_ = false;  // connectAll() ran for ops_[opIndex_]
+  bool connected_ = false;       // connectAll() ran for ops_[opIndex_]
+  std::vector<uint8_t> probed_;  // by peer: probed during ops_[opIndex_] (sendProbes)
   int waitingPeer_ = -1;
   bool waitingRecv_ = false;
   std::vector<SendConnection*> toFlush_;

@@ -10,6 +10,7 @@
 #include "src/common/log.h"
 #include "src/core/communicator.h"
 #include "src/core/executor.h"
+#include "src/core/op_stamp.h"
 
 namespace mixccl::group {
 namespace {
@@ -32,7 +33,8 @@ Result runOps(std::vector<std::unique_ptr<Op>>& ops) {
   std::vector<Stream> streams;
   std::map<std::tuple<Communicator*, int, int>, size_t> index;  // (comm, kind, peer) -> stream
   for (auto& op : ops) {
-    op->seq = op->comm->nextSeq();
+    op->seq = op->comm->nextSeq(op->kind, op->root);
+    op->stamp = opStamp(*op);
     MIXCCL_INFO(log::kColl,
                 "%s: opCount %llx sendbuff %p recvbuff %p count %llu datatype %s op %d root %d comm %p "
                 "[nranks=%d] stream %p",

@@ -31,7 +31,9 @@ struct Op {
   bool reduction = false;
   ReduceSpec spec;
   int lane = 0;
+  // Filled when the operation is issued (group.cc):
   uint64_t seq = 0;
+  uint64_t stamp = 0;  // opStamp(): sent with every message, checked on every received one
   algo::Schedule schedule;
 };
 

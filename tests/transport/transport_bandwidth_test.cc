@@ -104,7 +104,7 @@ void runLane(bool shm) {
       } while (waitMore(&sendResult));
       if (sendResult != Result::kSuccess) break;
       memcpy(slot, src.data() + off % kUserBuffer, kSlotBytes);
-      sendResult = send->commit(kSlotBytes);
+      sendResult = send->commit(kSlotBytes, 0);
     }
     // Drain the staged frames: flush() is in progress until the kernel took them all.
     while (sendResult == Result::kSuccess) {
@@ -117,7 +117,8 @@ void runLane(bool shm) {
   for (size_t off = 0; off < total;) {
     const void* data = nullptr;
     size_t bytes = 0;
-    recvResult = recv->peek(&data, &bytes);
+    uint64_t stamp = 0;
+    recvResult = recv->peek(&data, &bytes, &stamp);
     if (recvResult == Result::kInProgress) {
       if (!waitMore(&recvResult)) break;
       if ((recvResult = ranks[1]->progress()) != Result::kSuccess) break;

@@ -153,7 +153,7 @@ struct Stream {
       Result r = send->acquire(&slot);
       if (r == Result::kSuccess) {
         fillPattern(slot, sizes[sent], src, dst, lane, sent);
-        MIXCCL_TRY(send->commit(sizes[sent]));
+        MIXCCL_TRY(send->commit(sizes[sent], stampOf(sent)));
         ++sent;
       } else if (r != Result::kInProgress) {
         return r;
@@ -166,9 +166,11 @@ struct Stream {
     if (recv && received < sizes.size()) {
       const void* data = nullptr;
       size_t bytes = 0;
-      Result r = recv->peek(&data, &bytes);
+      uint64_t stamp = 0;
+      Result r = recv->peek(&data, &bytes, &stamp);
       if (r == Result::kSuccess) {
-        if (bytes != sizes[received] || !checkPattern(data, bytes, src, dst, lane, received)) {
+        if (bytes != sizes[received] || stamp != stampOf(received) ||
+            !checkPattern(data, bytes, src, dst, lane, received)) {
           return fail(Result::kInternalError, "stream %d->%d lane %d: message %" PRIu64 " wrong (%zu bytes, want %zu)",
                       src, dst, lane, received, bytes, sizes[received]);
         }
@@ -181,6 +183,10 @@ struct Stream {
     return Result::kSuccess;
   }
   bool done() const { return received == sizes.size() && (!send || flushed); }
+  // Each message's stamp must arrive with it, whole (all 64 bits used).
+  uint64_t stampOf(uint64_t seq) const {
+    return 0x9e3779b97f4a7c15ull * (seq + 1) ^ static_cast<uint64_t>(src * 131 + dst * 7 + lane);
+  }
 };
 
 std::vector<size_t> mixedSizes(size_t count, size_t slotBytes) {
@@ -264,7 +270,7 @@ TEST_P(TransportTest, LanesAreIndependent) {
   void* slot = nullptr;
   ASSERT_EQ(waitFor([&] { return coll.send->acquire(&slot); }), Result::kSuccess) << lastError();
   fillPattern(slot, 1024, 0, 1, kLaneColl, 0);
-  ASSERT_EQ(coll.send->commit(1024), Result::kSuccess);
+  ASSERT_EQ(coll.send->commit(1024, 0), Result::kSuccess);
   // ...does not hold up many messages on the p2p lane.
   p2p.sizes = mixedSizes(100, 1024);
   std::vector<Stream> streams;
@@ -272,7 +278,8 @@ TEST_P(TransportTest, LanesAreIndependent) {
   runStreams(streams, {&t(0), &t(1)});
   const void* data = nullptr;
   size_t bytes = 0;
-  ASSERT_EQ(waitFor([&] { return coll.recv->peek(&data, &bytes); }), Result::kSuccess) << lastError();
+  uint64_t stamp = 0;
+  ASSERT_EQ(waitFor([&] { return coll.recv->peek(&data, &bytes, &stamp); }), Result::kSuccess) << lastError();
   EXPECT_EQ(bytes, 1024u);
   EXPECT_TRUE(checkPattern(data, bytes, 0, 1, kLaneColl, 0));
   EXPECT_EQ(coll.recv->release(), Result::kSuccess);
@@ -344,7 +351,8 @@ TEST_P(TransportTest, UnconnectedEndsLeaveNothingBehind) {
   ASSERT_EQ(t(0).connectSend(1, kLaneP2p, &send), Result::kSuccess);
   const void* data;
   size_t bytes;
-  EXPECT_EQ(recv->peek(&data, &bytes), Result::kInProgress);
+  uint64_t stamp = 0;
+  EXPECT_EQ(recv->peek(&data, &bytes, &stamp), Result::kInProgress);
   recv.reset();
   send.reset();
   EXPECT_EQ(shmLeftovers(commHash_), 0);
@@ -379,7 +387,8 @@ TEST_P(TransportTest, KilledSenderIsReported) {
     if (write(pipefd[1], "x", 1) != 1) _exit(4);
     for (;;) pause();
   }
-  ranks_[1].transport.reset();  // the child owns rank 1 now
+  ranks_[1].transport.release();  // the child owns rank 1 now; destroying this copy would
+                                  // mark rank 1's shared state page closed under the child
   Stream s{1, 0, kLaneColl};
   s.sizes.assign(10, 1000);
   s.flushed = true;
@@ -393,7 +402,8 @@ TEST_P(TransportTest, KilledSenderIsReported) {
   auto killed = std::chrono::steady_clock::now();
   const void* data;
   size_t bytes;
-  Result r = waitFor([&] { return s.recv->peek(&data, &bytes); }, 10s);
+  uint64_t stamp = 0;
+  Result r = waitFor([&] { return s.recv->peek(&data, &bytes, &stamp); }, 10s);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
   EXPECT_EQ(r, Result::kRemoteError) << lastError();
   EXPECT_LT(seconds, 3.0);
@@ -424,7 +434,7 @@ TEST_P(TransportTest, KilledReceiverIsReported) {
     if (write(pipefd[1], "x", 1) != 1) _exit(4);
     for (;;) pause();
   }
-  ranks_[1].transport.reset();
+  ranks_[1].transport.release();  // the child owns rank 1 (as above)
   Stream s{0, 1, kLaneColl};
   s.sizes.assign(10, 1000);
   s.received = s.sizes.size();
@@ -442,7 +452,7 @@ TEST_P(TransportTest, KilledReceiverIsReported) {
         void* slot;
         Result a = s.send->acquire(&slot);
         if (a != Result::kSuccess) return a;
-        Result c = s.send->commit(4096);
+        Result c = s.send->commit(4096, 0);
         return c == Result::kSuccess ? Result::kInProgress : c;
       },
       10s);
@@ -535,10 +545,12 @@ TEST_P(TcpTest, OversizedFrameFailsTheLane) {
   std::vector<uint8_t> bytes = hello(secret_, 1, 0, kLaneP2p);
   uint64_t len = 4097;
   for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<uint8_t>(len >> (8 * i)));
+  for (int i = 0; i < 8; ++i) bytes.push_back(0);  // the stamp
   sendRaw(s, bytes);
   const void* data;
   size_t n;
-  EXPECT_EQ(waitFor([&] { return recv->peek(&data, &n); }, 5s), Result::kRemoteError);
+  uint64_t stamp = 0;
+  EXPECT_EQ(waitFor([&] { return recv->peek(&data, &n, &stamp); }, 5s), Result::kRemoteError);
   EXPECT_NE(lastError().find("4097"), std::string::npos) << lastError();
 }
 
@@ -562,7 +574,8 @@ TEST_P(TcpTest, ClosedSenderIsReportedAfterItsLastMessage) {
   runStreams(streams, {&t(1)});
   const void* data;
   size_t n;
-  EXPECT_EQ(waitFor([&] { return streams[0].recv->peek(&data, &n); }, 5s), Result::kRemoteError);
+  uint64_t stamp = 0;
+  EXPECT_EQ(waitFor([&] { return streams[0].recv->peek(&data, &n, &stamp); }, 5s), Result::kRemoteError);
   EXPECT_NE(lastError().find("rank 0"), std::string::npos) << lastError();
 }
 

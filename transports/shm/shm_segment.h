@@ -9,13 +9,13 @@
 //                                        sees every other header field.
 //   kHeadOffset         head  (u64)      messages committed by the sender; only the sender writes
 //   kTailOffset         tail  (u64)      messages released by the receiver; only the receiver writes
-//   kSizesOffset        sizes[depth]     byte count of each slot's message (u64 each)
+//   kMetaOffset         meta[depth]      byte count and stamp of each slot's message (2 x u64)
 //   slotsOffset(depth)  slots            depth x slotBytes, each slot page aligned
 //
 // head and tail sit on separate 128-byte blocks (two cache lines, against adjacent-line
 // prefetch) so the producer and the consumer never write the same line. The ring invariant is
 // tail <= head <= tail + depth; slot i % depth holds message i. The sender writes the payload and
-// sizes[i % depth], then stores head = i + 1 with release; the receiver loads head with acquire
+// meta[i % depth], then stores head = i + 1 with release; the receiver loads head with acquire
 // before it reads either. Symmetrically, the receiver's release store of tail hands the slot
 // back and the sender's acquire load of tail makes reuse safe.
 
@@ -31,7 +31,7 @@
 namespace mixccl {
 
 constexpr uint64_t kShmMagic = 0x314e414c4d48534dull;  // "MSHMLAN1" little-endian
-constexpr uint32_t kShmVersion = 1;
+constexpr uint32_t kShmVersion = 2;                    // 2: per-slot stamps
 
 struct ShmHeader {
   std::atomic<uint64_t> magic;     // kShmMagic once the receiver finished initialising
@@ -50,11 +50,17 @@ static_assert(sizeof(ShmHeader) <= 128, "header must fit before the head counter
 constexpr size_t kShmLine = 128;
 constexpr size_t kHeadOffset = kShmLine;
 constexpr size_t kTailOffset = 2 * kShmLine;
-constexpr size_t kSizesOffset = 3 * kShmLine;
+constexpr size_t kMetaOffset = 3 * kShmLine;
 constexpr size_t kShmPage = 4096;
 
 inline size_t alignUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
-inline size_t shmSlotsOffset(uint32_t depth) { return alignUp(kSizesOffset + depth * sizeof(uint64_t), kShmPage); }
+// What travels beside each slot's payload.
+struct ShmSlotMeta {
+  uint64_t bytes;
+  uint64_t stamp;  // opaque to the transport (SendConnection::commit)
+};
+
+inline size_t shmSlotsOffset(uint32_t depth) { return alignUp(kMetaOffset + depth * sizeof(ShmSlotMeta), kShmPage); }
 inline size_t shmSlotStride(size_t slotBytes) { return alignUp(slotBytes == 0 ? 1 : slotBytes, kShmPage); }
 inline size_t shmTotalBytes(uint32_t depth, size_t slotBytes) {
   return shmSlotsOffset(depth) + depth * shmSlotStride(slotBytes);
@@ -85,7 +91,7 @@ class ShmMapping {
   ShmHeader* header() const { return static_cast<ShmHeader*>(base_); }
   std::atomic<uint64_t>* head() const { return reinterpret_cast<std::atomic<uint64_t>*>(at(kHeadOffset)); }
   std::atomic<uint64_t>* tail() const { return reinterpret_cast<std::atomic<uint64_t>*>(at(kTailOffset)); }
-  uint64_t* sizes() const { return reinterpret_cast<uint64_t*>(at(kSizesOffset)); }
+  ShmSlotMeta* meta() const { return reinterpret_cast<ShmSlotMeta*>(at(kMetaOffset)); }
   uint8_t* slot(uint32_t depth, size_t slotBytes, uint64_t index) const {
     return at(shmSlotsOffset(depth) + index * shmSlotStride(slotBytes));
   }

@@ -20,11 +20,13 @@
 
 #include <cerrno>
 #include <cstring>
+#include <map>
 #include <memory>
 
 #include "src/common/config.h"
 #include "src/common/log.h"
 #include "transports/peer_watch.h"
+#include "transports/shm/shm_rank_page.h"
 #include "transports/shm/shm_segment.h"
 #include "transports/transport.h"
 
@@ -36,6 +38,7 @@ struct ShmPeerInfo {
   int rank = -1;
   int32_t pid = 0;
   std::string host;
+  const ShmRankPage* page = nullptr;  // its rank page (shm_rank_page.h), owned by the transport
 };
 
 Result peerDied(const char* role, const ShmPeerInfo& p, int lane) {
@@ -43,6 +46,13 @@ Result peerDied(const char* role, const ShmPeerInfo& p, int lane) {
               "shm: rank %d (pid %d on host %s) died while this rank waited on it as %s of lane %d; the job cannot "
               "continue, check that rank's log for the cause",
               p.rank, p.pid, p.host.c_str(), role, lane);
+}
+
+Result peerClosed(const char* role, const ShmPeerInfo& p, int lane) {
+  return fail(Result::kRemoteError,
+              "shm: rank %d (pid %d on host %s) closed lane %d while this rank waited on it as %s: its communicator "
+              "was aborted or destroyed, most likely after an error there; check that rank's log",
+              p.rank, p.pid, p.host.c_str(), lane, role);
 }
 
 class ShmSendConnection final : public SendConnection {
@@ -72,13 +82,13 @@ class ShmSendConnection final : public SendConnection {
     return Result::kSuccess;
   }
 
-  Result commit(size_t bytes) override {
+  Result commit(size_t bytes, uint64_t stamp) override {
     if (!acquired_ || bytes > slotBytes_) {
       return fail(Result::kInternalError, "shm: commit of %zu bytes to rank %d without a slot (or > %zu slot bytes)",
                   bytes, peer_.rank, slotBytes_);
     }
     acquired_ = false;
-    map_.sizes()[head_ % depth_] = bytes;
+    map_.meta()[head_ % depth_] = ShmSlotMeta{bytes, stamp};
     ++head_;
     // Publishes the payload and its size (release pairs with the receiver's acquire of head).
     map_.head()->store(head_, std::memory_order_release);
@@ -121,6 +131,7 @@ class ShmSendConnection final : public SendConnection {
   }
 
   Result waitIdle() {
+    if (peer_.page != nullptr && peer_.page->closed()) return peerClosed("receiver", peer_, lane_);
     if (!watch_.idle()) return peerDied("receiver", peer_, lane_);
     return Result::kInProgress;
   }
@@ -154,7 +165,7 @@ class ShmRecvConnection final : public RecvConnection {
     if (!senderMapped_ && map_.header()->mapped.load(std::memory_order_acquire) == 0) shm_unlink(name_.c_str());
   }
 
-  Result peek(const void** data, size_t* bytes) override {
+  Result peek(const void** data, size_t* bytes, uint64_t* stamp) override {
     if (tail_ == cachedHead_) {
       cachedHead_ = map_.head()->load(std::memory_order_acquire);
       if (tail_ == cachedHead_) return waitIdle();
@@ -162,7 +173,9 @@ class ShmRecvConnection final : public RecvConnection {
     watch_.progressed();
     uint64_t idx = tail_ % depth_;
     *data = map_.slot(depth_, slotBytes_, idx);
-    *bytes = map_.sizes()[idx];
+    const ShmSlotMeta meta = map_.meta()[idx];
+    *bytes = meta.bytes;
+    *stamp = meta.stamp;
     if (*bytes > slotBytes_) {
       return fail(Result::kRemoteError, "shm: rank %d (host %s) wrote a %zu-byte message into a %zu-byte slot",
                   peer_.rank, peer_.host.c_str(), *bytes, slotBytes_);
@@ -191,6 +204,12 @@ class ShmRecvConnection final : public RecvConnection {
         peer_.pid = pid;
       }
     }
+    if (peer_.page != nullptr && peer_.page->closed()) {
+      // Messages committed before the close are still to be read: the sender's last head store
+      // precedes its close, so a head re-read after seeing the flag includes them.
+      if (map_.head()->load(std::memory_order_acquire) != tail_) return Result::kInProgress;
+      return peerClosed("sender", peer_, lane_);
+    }
     if (!watch_.idle()) return peerDied("sender", peer_, lane_);
     return Result::kInProgress;
   }
@@ -211,12 +230,31 @@ class ShmTransport final : public Transport {
  public:
   explicit ShmTransport(const TransportContext& ctx) : ctx_(ctx) {}
 
+  // A peer may have created the segment of a lane from this rank that no send connection here
+  // ever opened (this rank failed or was aborted first) and then died or stopped waiting: only
+  // this side still knows the name. Removing an absent name is harmless (ENOENT).
+  // Also: this rank's page says "gone" to peers that still wait on it, and no page name outlives
+  // the communicator (shm_rank_page.h).
+  ~ShmTransport() override {
+    if (!ownPage_.valid()) return;
+    ownPage_.markClosed();
+    shm_unlink(shmRankPageName(ctx_.commHash, ctx_.rank).c_str());
+    if (!peersSet_) {
+      for (int r = 0; r < ctx_.nranks; ++r) shm_unlink(shmRankPageName(ctx_.commHash, r).c_str());
+    }
+    for (int p : localPeers_) {
+      for (int lane = 0; lane < kNumLanes; ++lane) shm_unlink(shmLaneName(ctx_.commHash, ctx_.rank, p, lane).c_str());
+    }
+  }
+
   const char* name() const override { return "shm"; }
 
-  // Nothing to publish: the segment names follow from the communicator hash and the ranks.
+  // Nothing to publish: the segment names follow from the communicator hash and the ranks. The
+  // rank page must exist before the exchange, so peers find it in setPeers().
   Result listen(std::vector<uint8_t>* blob) override {
     blob->clear();
-    return Result::kSuccess;
+    if (config::getBool(config::Knob::kShmDisable)) return Result::kSuccess;
+    return ShmRankPage::create(ctx_.commHash, ctx_.rank, &ownPage_);
   }
 
   Result setPeers(const std::vector<TransportPeer>& peers) override {
@@ -224,6 +262,17 @@ class ShmTransport final : public Transport {
       return fail(Result::kInternalError, "shm: setPeers got %zu peers for %d ranks", peers.size(), ctx_.nranks);
     }
     peers_ = peers;
+    if (!ownPage_.valid()) return Result::kSuccess;
+    // Ranks per host, to know who maps a page last.
+    std::map<uint64_t, uint32_t> perHost;
+    for (const TransportPeer& p : peers_) ++perHost[p.hostHash];
+    pages_.resize(peers_.size());
+    for (const TransportPeer& p : peers_) {
+      if (p.rank == ctx_.rank || p.hostHash != peers_[ctx_.rank].hostHash) continue;
+      localPeers_.push_back(p.rank);
+      MIXCCL_TRY(ShmRankPage::attach(ctx_.commHash, p.rank, perHost[p.hostHash] - 1, &pages_[p.rank]));
+    }
+    peersSet_ = true;
     return Result::kSuccess;
   }
 
@@ -269,11 +318,18 @@ class ShmTransport final : public Transport {
     info.rank = peer;
     info.pid = peers_[peer].pid;
     info.host = peers_[peer].host;
+    if (static_cast<size_t>(peer) < pages_.size() && (pages_[peer].valid() || pages_[peer].closed())) {
+      info.page = &pages_[peer];
+    }
     return info;
   }
 
   TransportContext ctx_;
   std::vector<TransportPeer> peers_;
+  ShmRankPage ownPage_;
+  std::vector<ShmRankPage> pages_;  // by rank; valid for same-host peers
+  std::vector<int> localPeers_;
+  bool peersSet_ = false;
 };
 
 }  // namespace

@@ -4,7 +4,7 @@
 // The data path of a TCP lane. Both ends keep fifoDepth slots of slotBytes in ordinary memory:
 //
 // Sender: acquire() hands out a staging slot (even before the connection is up, so the engine can
-// start producing at once); commit() queues it as a frame (u64 length + payload); every call then
+// start producing at once); commit() queues it as a frame (u64 length, u64 stamp, payload); every call then
 // pushes as much of the queue as the kernel takes with ONE sendmsg() gathering the hello, frame
 // headers and payloads. A slot is free again once its frame was fully written to the kernel.
 // Invariant: sent_ <= head_ <= sent_ + depth_; frame i lives in slot i % depth_.
@@ -22,7 +22,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "src/common/log.h"
 #include "transports/tcp/tcp_internal.h"
@@ -32,6 +34,10 @@ namespace {
 
 // iovec entries per sendmsg: the hello plus (header, payload) for each queued frame, capped.
 constexpr size_t kMaxIov = 64;
+
+// How long a departing sender keeps pushing (see ~TcpSendConnection): short against the 1 s an
+// abort may take, long enough for a loopback or LAN connect.
+constexpr std::chrono::milliseconds kLinger{50};
 
 void putU64(uint8_t* out, uint64_t v) {
   for (int i = 0; i < 8; ++i) out[i] = static_cast<uint8_t>(v >> (8 * i));
@@ -57,6 +63,7 @@ TcpSendConnection::TcpSendConnection(std::shared_ptr<TcpHub> hub, int peer, int 
       staging_(std::make_unique_for_overwrite<uint8_t[]>(static_cast<size_t>(depth_) * slotBytes_)),
       headers_(static_cast<size_t>(depth_) * kTcpFrameHeaderBytes),
       sizes_(depth_) {
+  hub_->sendersMade[static_cast<size_t>(peer_) * kNumLanes + lane_] = 1;
   TcpHello h;
   h.commHash = hub_->ctx.commHash;
   memcpy(h.secret, hub_->ctx.secret, sizeof(h.secret));
@@ -64,6 +71,19 @@ TcpSendConnection::TcpSendConnection(std::shared_ptr<TcpHub> hub, int peer, int 
   h.dst = static_cast<uint32_t>(peer_);
   h.lane = static_cast<uint32_t>(lane_);
   encodeHello(h, hello_);
+}
+
+TcpSendConnection::~TcpSendConnection() {
+  if (!sock_.valid()) return;  // never started connecting: nobody can be waiting on its frames
+  const auto until = std::chrono::steady_clock::now() + kLinger;
+  while (!lingerStep() && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
+bool TcpSendConnection::lingerStep() {
+  if (error_ != Result::kSuccess || push() != Result::kSuccess) return true;
+  return helloSent_ == kTcpHelloBytes && sent_ == head_;
 }
 
 Result TcpSendConnection::lost(int err) {
@@ -155,7 +175,7 @@ Result TcpSendConnection::acquire(void** slot) {
   return Result::kSuccess;
 }
 
-Result TcpSendConnection::commit(size_t bytes) {
+Result TcpSendConnection::commit(size_t bytes, uint64_t stamp) {
   MIXCCL_TRY(error_);
   if (!acquired_ || bytes > slotBytes_) {
     return fail(Result::kInternalError, "tcp: commit of %zu bytes to %s without a slot (or > %zu slot bytes)", bytes,
@@ -165,6 +185,7 @@ Result TcpSendConnection::commit(size_t bytes) {
   uint32_t s = static_cast<uint32_t>(head_ % depth_);
   sizes_[s] = bytes;
   putU64(headers_.data() + s * kTcpFrameHeaderBytes, bytes);
+  putU64(headers_.data() + s * kTcpFrameHeaderBytes + 8, stamp);
   ++head_;
   // Start moving at once: the kernel overlaps the transfer with the engine's next step.
   return push();
@@ -188,6 +209,7 @@ TcpRecvConnection::TcpRecvConnection(std::shared_ptr<TcpHub> hub, int peer, int 
       slotBytes_(hub_->ctx.slotBytes),
       slots_(std::make_unique_for_overwrite<uint8_t[]>(static_cast<size_t>(depth_) * slotBytes_)),
       sizes_(depth_),
+      stamps_(depth_),
       watch_(hub_->sameHost(peer) ? hub_->peers[peer].pid : 0) {
   size_t idx = static_cast<size_t>(peer_) * kNumLanes + lane_;
   hub_->receivers[idx] = this;
@@ -217,12 +239,14 @@ Result TcpRecvConnection::settle() {
   for (;;) {
     if (haveFrame_ && frameGot_ == frameLen_ && filled_ - read_ < depth_) {
       sizes_[filled_ % depth_] = frameLen_;
+      stamps_[filled_ % depth_] = frameStamp_;
       ++filled_;
       haveFrame_ = false;
       continue;
     }
     if (!haveFrame_ && headerGot_ == kTcpFrameHeaderBytes) {
       frameLen_ = getU64(header_);
+      frameStamp_ = getU64(header_ + 8);
       if (frameLen_ > slotBytes_) {
         return failed(fail(Result::kRemoteError,
                            "tcp: %s sent a %llu-byte message on lane %d, larger than the %zu-byte slot; ranks "
@@ -288,7 +312,7 @@ Result TcpRecvConnection::pump() {
   return Result::kSuccess;
 }
 
-Result TcpRecvConnection::peek(const void** data, size_t* bytes) {
+Result TcpRecvConnection::peek(const void** data, size_t* bytes, uint64_t* stamp) {
   if (!sock_.valid()) {
     MIXCCL_TRY(hub_->poll());
     if (!sock_.valid()) {
@@ -311,6 +335,7 @@ Result TcpRecvConnection::peek(const void** data, size_t* bytes) {
   uint32_t s = static_cast<uint32_t>(read_ % depth_);
   *data = slots_.get() + static_cast<size_t>(s) * slotBytes_;
   *bytes = sizes_[s];
+  *stamp = stamps_[s];
   return Result::kSuccess;
 }
 

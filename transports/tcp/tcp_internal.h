@@ -26,10 +26,11 @@ namespace mixccl {
 // Hello, the first bytes of every lane's TCP connection (sender -> receiver), little-endian:
 //   u32 magic, u32 version, u64 commHash, u8 secret[16], u32 src, u32 dst, u32 lane, u32 flags (0).
 constexpr uint32_t kTcpHelloMagic = 0x5443584du;  // bytes "MXCT"
-constexpr uint32_t kTcpVersion = 1;
+constexpr uint32_t kTcpVersion = 2;               // 2: frames carry a stamp
 constexpr size_t kTcpHelloBytes = 48;
-// Every message after the hello: u64 payload length, then the payload.
-constexpr size_t kTcpFrameHeaderBytes = 8;
+// Every message after the hello: u64 payload length, u64 stamp (opaque to the transport), then
+// the payload.
+constexpr size_t kTcpFrameHeaderBytes = 16;
 
 struct TcpHello {
   uint64_t commHash = 0;
@@ -61,6 +62,7 @@ struct TcpHub {
   std::vector<Pending> pending;
   std::vector<Socket> parked;                 // [src * kNumLanes + lane]: validated, no receiver yet
   std::vector<TcpRecvConnection*> receivers;  // [src * kNumLanes + lane]: live receivers
+  std::vector<uint8_t> sendersMade;           // [dst * kNumLanes + lane]: a sender was created
   int waiting = 0;                            // registered receivers that still lack a socket
   uint64_t polls = 0;
 
@@ -79,10 +81,18 @@ struct TcpHub {
 class TcpSendConnection final : public SendConnection {
  public:
   TcpSendConnection(std::shared_ptr<TcpHub> hub, int peer, int lane);
-  ~TcpSendConnection() override = default;
+  // Lingers briefly (bounded) to get a started connection's hello and queued frames out, so
+  // the peer sees this lane close instead of waiting for a sender that never connects.
+  ~TcpSendConnection() override;
+
+  // One non-blocking step of getting the hello and queued frames out; true when there is
+  // nothing left to do (all sent, or the lane failed).
+  bool lingerStep();
+  // Closes at once on destruction (the caller already spent its linger budget).
+  void abandon() { sock_ = Socket(); }
 
   Result acquire(void** slot) override;
-  Result commit(size_t bytes) override;
+  Result commit(size_t bytes, uint64_t stamp) override;
   Result flush() override;
   size_t slotBytes() const override { return slotBytes_; }
 
@@ -116,7 +126,7 @@ class TcpRecvConnection final : public RecvConnection {
   TcpRecvConnection(std::shared_ptr<TcpHub> hub, int peer, int lane);
   ~TcpRecvConnection() override;
 
-  Result peek(const void** data, size_t* bytes) override;
+  Result peek(const void** data, size_t* bytes, uint64_t* stamp) override;
   Result release() override;
 
   // Called by the hub with the validated socket of this lane.
@@ -135,6 +145,7 @@ class TcpRecvConnection final : public RecvConnection {
   size_t slotBytes_;
   std::unique_ptr<uint8_t[]> slots_;
   std::vector<uint64_t> sizes_;
+  std::vector<uint64_t> stamps_;
   PeerWatch watch_;  // same-host peers only: notices a sender that dies before it connects
 
   Socket sock_;
@@ -142,6 +153,7 @@ class TcpRecvConnection final : public RecvConnection {
   uint64_t filled_ = 0;     // messages completely received
   bool haveFrame_ = false;  // the header of message `filled_` has been parsed
   uint64_t frameLen_ = 0;
+  uint64_t frameStamp_ = 0;
   uint64_t frameGot_ = 0;
   uint8_t header_[kTcpFrameHeaderBytes] = {};  // the next unparsed frame header
   size_t headerGot_ = 0;

@@ -15,7 +15,11 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include <chrono>
 #include <cstring>
+#include <memory>
+#include <thread>
+#include <vector>
 
 #include "src/common/log.h"
 #include "src/common/wire.h"
@@ -27,6 +31,8 @@ namespace {
 constexpr auto kHelloTimeout = std::chrono::seconds(30);
 // Pending handshakes beyond this are refused, so a connection flood cannot exhaust descriptors.
 constexpr size_t kMaxPending = 256;
+// How long an aborting rank spends telling peers about lanes it never opened (~TcpTransport).
+constexpr std::chrono::milliseconds kNoticeBudget{200};
 // With no receiver waiting for its socket, the listener is polled only every this many calls:
 // the engine calls progress() in a busy loop and an idle accept() is a wasted system call.
 constexpr uint64_t kIdleAcceptPeriod = 64;
@@ -165,6 +171,28 @@ class TcpTransport final : public Transport {
  public:
   explicit TcpTransport(const TransportContext& ctx) : hub_(std::make_shared<TcpHub>()) { hub_->ctx = ctx; }
 
+  // On abort, every lane this rank never opened gets a hello and an immediate close: a peer that
+  // waits to receive from this rank then sees the lane close (ncclRemoteError) instead of
+  // waiting for its deadline for a sender that will never connect. Bounded by kNoticeBudget.
+  ~TcpTransport() override {
+    const TcpHub& hub = *hub_;
+    if (hub.ctx.abortFlag == nullptr || !hub.ctx.abortFlag->load(std::memory_order_acquire)) return;
+    std::vector<std::unique_ptr<TcpSendConnection>> notices;
+    for (size_t idx = 0; idx < hub.sendersMade.size(); ++idx) {
+      const int peer = static_cast<int>(idx / kNumLanes);
+      if (peer != hub.ctx.rank && !hub.sendersMade[idx]) {
+        notices.push_back(std::make_unique<TcpSendConnection>(hub_, peer, static_cast<int>(idx % kNumLanes)));
+      }
+    }
+    const auto until = std::chrono::steady_clock::now() + kNoticeBudget;
+    for (bool done = false; !done && std::chrono::steady_clock::now() < until;) {
+      done = true;
+      for (auto& n : notices) done = n->lingerStep() && done;
+      if (!done) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    for (auto& n : notices) n->abandon();
+  }
+
   const char* name() const override { return "tcp"; }
 
   Result listen(std::vector<uint8_t>* blob) override {
@@ -196,6 +224,7 @@ class TcpTransport final : public Transport {
     }
     hub.parked.resize(peers.size() * kNumLanes);
     hub.receivers.assign(peers.size() * kNumLanes, nullptr);
+    hub.sendersMade.assign(peers.size() * kNumLanes, 0);
     return Result::kSuccess;
   }
 

@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+#include "src/core/op_stamp.h"
+
+#include <cstdio>
+
+#include "src/core/communicator.h"
+
+namespace mixccl {
+namespace {
+
+constexpr uint64_t kNoReduction = 15;
+constexpr uint64_t kAnyPreMulSum = 5;
+
+struct Fields {
+  uint64_t seq, kind, dtype, redop, root, count;
+};
+
+Fields unpack(uint64_t s) {
+  return {s & 0xffff, (s >> 16) & 0xf, (s >> 20) & 0xf, (s >> 24) & 0xf, (s >> 28) & 0xffff, (s >> 44) & 0x7ffff};
+}
+
+bool rooted(CollKind k) {
+  return k == CollKind::kBroadcast || k == CollKind::kReduce || k == CollKind::kGather || k == CollKind::kScatter;
+}
+
+const char* redopText(uint64_t v) {
+  if (v == kNoReduction) return "none";
+  if (v == kAnyPreMulSum) return "PreMulSum";
+  return redOpName(static_cast<RedOpKind>(v));
+}
+
+}  // namespace
+
+uint64_t opStamp(const Op& op) {
+  const CollKind kind = op.kind == CollKind::kRecv ? CollKind::kSend : op.kind;
+  uint64_t redop = kNoReduction;
+  if (isReduction(op.kind)) redop = op.redOp < kNumBuiltinOps ? static_cast<uint64_t>(op.redOp) : kAnyPreMulSum;
+  const uint64_t root = rooted(op.kind) ? static_cast<uint64_t>(op.root) & 0xffff : 0;
+  const uint64_t count = (op.count ^ (op.count >> 19) ^ (op.count >> 38)) & 0x7ffff;
+  return (op.seq & 0xffff) | static_cast<uint64_t>(kind) << 16 | (static_cast<uint64_t>(op.dtype) & 0xf) << 20 |
+         redop << 24 | root << 28 | count << 44;
+}
+
+Result stampMismatch(const Op& op, uint64_t theirs, int peer) {
+  const Fields a = unpack(opStamp(op)), b = unpack(theirs);
+  const bool p2p = op.kind == CollKind::kSend || op.kind == CollKind::kRecv;
+  char what[256];
+  if (a.kind != b.kind) {
+    snprintf(what, sizeof(what), "rank %d called %s where this rank called %s", peer,
+             b.kind < 10 ? collName(static_cast<CollKind>(b.kind)) : "an unknown operation", collName(op.kind));
+  } else if (a.seq != b.seq) {
+    snprintf(what, sizeof(what),
+             "rank %d is at %s number %llu (mod 65536) where this rank is at %llu: one of them issued more or fewer "
+             "operations%s",
+             peer, p2p ? "send/recv" : "collective", static_cast<unsigned long long>(b.seq),
+             static_cast<unsigned long long>(a.seq), p2p ? " to the other" : "");
+  } else if (a.dtype != b.dtype) {
+    snprintf(what, sizeof(what), "rank %d passed datatype %s where this rank passed %s", peer,
+             b.dtype < static_cast<uint64_t>(kNumDataTypes) ? dataTypeName(static_cast<DataType>(b.dtype)) : "unknown",
+             dataTypeName(op.dtype));
+  } else if (a.redop != b.redop) {
+    snprintf(what, sizeof(what), "rank %d passed reduction %s where this rank passed %s", peer, redopText(b.redop),
+             redopText(a.redop));
+  } else if (a.root != b.root) {
+    snprintf(what, sizeof(what), "rank %d passed root %llu where this rank passed %d", peer,
+             static_cast<unsigned long long>(b.root), op.root);
+  } else {
+    snprintf(what, sizeof(what), "rank %d passed a different count than this rank's %llu", peer,
+             static_cast<unsigned long long>(op.count));
+  }
+  return fail(Result::kInvalidUsage,
+              "%s (seq %llu) on rank %d: mismatched calls: %s. Every rank must issue the same collectives, in the "
+              "same order, with the same count, datatype, operator and root (send/recv: matching counts and types)",
+              collName(op.kind), static_cast<unsigned long long>(op.seq), op.comm->rank(), what);
+}
+
+}  // namespace mixccl

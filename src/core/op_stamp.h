@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+#pragma once
+
+// Mismatch detection. Every message carries a 64-bit stamp describing the operation that sent it
+// (PROTOCOL.md, "Operation stamps"); a receiver compares it with the stamp of its own operation
+// before it uses the payload. Ranks that called different collectives, counts, datatypes,
+// reduction operators or roots at the same point, or a different number of operations, fail
+// with kInvalidUsage naming what differs and on which rank, instead of hanging or mixing data.
+// The cost is one 8-byte store per sent message and one compare per received one.
+//
+// Layout (bit 0 = least significant):
+//   0..15  sequence number, low 16 bits (collectives: per communicator; send/recv: per peer)
+//   16..19 operation kind (CollKind; a receive expects kSend)
+//   20..23 datatype (ncclDataType_t)
+//   24..27 reduction: ncclRedOp_t 0..4 for built-ins, 5 for any PreMulSum, 15 for none
+//   28..43 root, low 16 bits (0 for unrooted collectives and send/recv)
+//   44..62 count fingerprint: (count ^ count >> 19 ^ count >> 38) & 0x7ffff
+//   63     probe: an empty message a rank sends on the collective lane to the peer it has waited
+//          on for a while, so ranks that all wait to receive (e.g. a broadcast whose roots
+//          differ) still compare notes. A receiver skips probes of other sequence numbers
+//          (stale or early), and of its own operation when they match.
+
+#include <cstdint>
+#include <string>
+
+#include "src/core/op.h"
+
+namespace mixccl {
+
+// The stamp op's messages carry, and that op expects on the messages it receives. Needs op.seq.
+uint64_t opStamp(const Op& op);
+
+constexpr uint64_t kStampProbe = 1ull << 63;
+// Whether two stamps carry the same sequence number.
+constexpr bool sameSeq(uint64_t a, uint64_t b) { return ((a ^ b) & 0xffff) == 0; }
+
+// kInvalidUsage with a message saying what differs between `op` (this rank) and the sender of a
+// message stamped `theirs` (rank `peer`).
+Result stampMismatch(const Op& op, uint64_t theirs, int peer);
+
+}  // namespace mixccl

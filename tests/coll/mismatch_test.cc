@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+// Mismatched calls (src/core/op_stamp.h): one rank passes a different count, datatype, operator,
+// collective or root. No rank may hang or return success with mixed data; the rank that receives
+// the odd message fails with ncclInvalidUsage saying what differs and where; the others fail
+// promptly once it aborts (long before MIXCCL_TIMEOUT).
+
+#include <gtest/gtest.h>
+#include <nccl.h>
+
+#include <chrono>
+#include <functional>
+#include <ostream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/support/env_guard.h"
+
+namespace mixccl::testing {
+namespace {
+
+struct Outcome {
+  ncclResult_t result = ncclSuccess;
+  std::string message;
+};
+
+// Runs `nranks` ranks as threads; each calls body(rank, comm) (which returns the first non-success
+// result of its calls) and then aborts its communicator, as a framework would after an error.
+std::vector<Outcome> runMismatch(int nranks, const std::function<ncclResult_t(int, ncclComm_t)>& body) {
+  ncclUniqueId id;
+  EXPECT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  std::vector<ncclComm_t> comms(nranks);
+  EXPECT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < nranks; ++r) EXPECT_EQ(ncclCommInitRank(&comms[r], nranks, id, r), ncclSuccess);
+  EXPECT_EQ(ncclGroupEnd(), ncclSuccess);
+  std::vector<Outcome> out(nranks);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < nranks; ++r) {
+    threads.emplace_back([&, r] {
+      out[r].result = body(r, comms[r]);
+      if (out[r].result != ncclSuccess) out[r].message = ncclGetLastError(nullptr);
+      EXPECT_EQ(ncclCommAbort(comms[r]), ncclSuccess);
+    });
+  }
+  for (auto& t : threads) t.join();
+  return out;
+}
+
+struct Param {
+  const char* transport;
+  int nranks;
+};
+
+// Readable parameter in test logs (instead of gtest's byte dump).
+void PrintTo(const Param& p, std::ostream* os) { *os << p.transport << " x " << p.nranks << " ranks"; }
+
+class MismatchTest : public ::testing::TestWithParam<Param> {
+ protected:
+  // A deadline far beyond the bound below: detection must not come from it.
+  EnvGuard timeout_{"MIXCCL_TIMEOUT", "60"};
+  EnvGuard shm_{"NCCL_SHM_DISABLE", std::string(GetParam().transport) == "tcp" ? "1" : "0"};
+
+  // Runs the case, then checks: bounded time, one rank names `expect`, every other failure is a
+  // remote error, and (unless `successAllowed`) nobody succeeded.
+  void check(const std::function<ncclResult_t(int, ncclComm_t)>& body, const std::string& expect,
+             bool successAllowed = false) {
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<Outcome> out = runMismatch(GetParam().nranks, body);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+    int usage = 0;
+    for (size_t r = 0; r < out.size(); ++r) {
+      if (out[r].result == ncclSuccess) {
+        EXPECT_TRUE(successAllowed) << "rank " << r << " returned success from a mismatched call";
+      } else if (out[r].result == ncclInvalidUsage) {
+        ++usage;
+        EXPECT_NE(out[r].message.find("mismatched calls"), std::string::npos) << out[r].message;
+        EXPECT_NE(out[r].message.find(expect), std::string::npos) << out[r].message;
+      } else {
+        EXPECT_EQ(out[r].result, ncclRemoteError) << "rank " << r << ": " << out[r].message;
+      }
+    }
+    EXPECT_GE(usage, 1) << "no rank reported ncclInvalidUsage";
+  }
+};
+
+constexpr size_t kCount = 3 * (1 << 18) + 5;  // several chunks, odd
+
+TEST_P(MismatchTest, Count) {
+  const int last = GetParam().nranks - 1;
+  check(
+      [&](int rank, ncclComm_t comm) {
+        std::vector<float> v(kCount + 1, 1.0f);
+        return ncclAllReduce(v.data(), v.data(), rank == last ? kCount + 1 : kCount, ncclFloat32, ncclSum, comm,
+                             nullptr);
+      },
+      "different count");
+}
+
+TEST_P(MismatchTest, Datatype) {
+  // Same element size, so only the stamp can tell.
+  check(
+      [&](int rank, ncclComm_t comm) {
+        std::vector<float> v(kCount, 1.0f);
+        return ncclAllReduce(v.data(), v.data(), kCount, rank == 0 ? ncclInt32 : ncclFloat32, ncclSum, comm, nullptr);
+      },
+      "datatype");
+}
+
+TEST_P(MismatchTest, Operator) {
+  check(
+      [&](int rank, ncclComm_t comm) {
+        std::vector<float> v(kCount, 1.0f);
+        return ncclAllReduce(v.data(), v.data(), kCount, ncclFloat32, rank == 0 ? ncclMax : ncclSum, comm, nullptr);
+      },
+      "reduction");
+}
+
+TEST_P(MismatchTest, Collective) {
+  const int n = GetParam().nranks;
+  check(
+      [&](int rank, ncclComm_t comm) {
+        std::vector<float> in(kCount, 1.0f), out(kCount * n);
+        if (rank == 0) return ncclAllGather(in.data(), out.data(), kCount, ncclFloat32, comm, nullptr);
+        return ncclAllReduce(in.data(), out.data(), kCount, ncclFloat32, ncclSum, comm, nullptr);
+      },
+      "called");
+}
+
+// Ranks that disagree on the root may each believe they are the root and finish a broadcast
+// that moved nothing to them; the operation after it then fails on every rank that receives.
+TEST_P(MismatchTest, RootThenNextOperation) {
+  check(
+      [&](int rank, ncclComm_t comm) {
+        std::vector<float> v(kCount, static_cast<float>(rank));
+        ncclResult_t r = ncclBroadcast(v.data(), v.data(), kCount, ncclFloat32, rank == 0 ? 0 : 1, comm, nullptr);
+        if (r != ncclSuccess) return r;
+        return ncclAllReduce(v.data(), v.data(), kCount, ncclFloat32, ncclSum, comm, nullptr);
+      },
+      "rank");
+}
+
+// A rank whose own receive matched may finish: its data is right; the receiver of the odd send
+// is the one that fails.
+// Every rank believes the next one is the root: each waits to receive, nobody sends. Probes
+// (op_stamp.h) let them compare notes instead of waiting for the deadline.
+TEST_P(MismatchTest, RootsAllWaiting) {
+  const int n = GetParam().nranks;
+  check(
+      [&](int rank, ncclComm_t comm) {
+        std::vector<float> v(kCount, static_cast<float>(rank));
+        return ncclBroadcast(v.data(), v.data(), kCount, ncclFloat32, (rank + 1) % n, comm, nullptr);
+      },
+      "root");
+}
+
+TEST_P(MismatchTest, SendRecvDatatype) {
+  const int n = GetParam().nranks;
+  check(
+      [&](int rank, ncclComm_t comm) {
+        std::vector<int> a(1000, rank), b(1000);
+        ncclGroupStart();
+        ncclSend(a.data(), a.size(), rank == 0 ? ncclFloat32 : ncclInt32, (rank + 1) % n, comm, nullptr);
+        ncclRecv(b.data(), b.size(), ncclInt32, (rank + n - 1) % n, comm, nullptr);
+        return ncclGroupEnd();
+      },
+      "datatype", /*successAllowed=*/true);
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, MismatchTest,
+                         ::testing::Values(Param{"shm", 2}, Param{"shm", 3}, Param{"tcp", 2}, Param{"tcp", 4}),
+                         [](const auto& info) {
+                           return std::string(info.param.transport) + "_np" + std::to_string(info.param.nranks);
+                         });
+
+}  // namespace
+}  // namespace mixccl::testing
