@@ -286,8 +286,11 @@ Result checkFlags(const Stream& s) {
 
 }  // namespace
 
-// How long a stream waits before it probes the peer it waits for (op_stamp.h): long enough that
-// a healthy job almost never probes, short against any deadline.
+// How long a stream waits before it looks for mismatched messages (Stream::checkPending: a
+// system call per lane on TCP, so not on the latency path of small operations), and before it
+// probes its peers (op_stamp.h): long enough that a healthy job rarely does, short against any
+// deadline.
+constexpr std::chrono::milliseconds kCheckAfter{10};
 constexpr std::chrono::milliseconds kProbeAfter{200};
 
 Result runStreams(std::vector<Stream>& streams) {
@@ -322,11 +325,12 @@ Result runStreams(std::vector<Stream>& streams) {
     if ((++polls & 63) != 0) continue;
     // Every 64 idle polls: transport housekeeping (a TCP accept is a system call, too costly
     // for every poll; connections an operation uses are driven by its own steps) and the flags.
+    const auto idleFor = Clock::now() - lastProgress;
     for (Stream& s : streams) {
       if (s.done() || s.empty()) continue;
       result = s.comm()->progressTransports();
       if (result == Result::kSuccess) result = checkFlags(s);
-      if (result == Result::kSuccess) result = s.checkPending(Clock::now() - lastProgress > kProbeAfter);
+      if (result == Result::kSuccess && idleFor > kCheckAfter) result = s.checkPending(idleFor > kProbeAfter);
       if (result != Result::kSuccess) break;
     }
     if (result != Result::kSuccess) break;
