@@ -13,18 +13,5 @@ packages=(
   iperf3 gnuplot-nox python3
   build-essential cmake pkg-config
 )
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -eq 0 ]; then
-  echo "compare-deps: all packages present"
-  exit 0
-fi
-SUDO=""
-[ "$(id -u)" -eq 0 ] || SUDO="sudo"
-echo "compare-deps: installing ${missing[*]}"
-$SUDO apt-get update -qq
-# iperf3's postinst asks whether to start a daemon; answer no.
-echo "iperf3 iperf3/start_daemon boolean false" | $SUDO debconf-set-selections 2>/dev/null || true
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+source "$(dirname "$0")/../scripts/apt-install.sh"
+apt_install_missing compare-deps "${packages[@]}"
