@@ -14,12 +14,8 @@ const CollDesc kAllGather = {
     .rooted = false,
     .inPlaceChecked = true,
     .bwOfAllRanks = true,
-    .busFactor = [](int n) { return static_cast<double>(n - 1) / n; },
-    .counts =
-        [](size_t count, int n, int rank) {
-          const size_t per = count / n;
-          return Counts{per, per * n, per, rank * per, 0};
-        },
+    .busFactor = busFactorBlocks,
+    .counts = gatherBlocks,
     .call = [](const CallArgs& a) { return ncclAllGather(a.send, a.recv, a.count, a.type, a.comm, nullptr); },
     .source =
         [](int, int, int, size_t param, size_t j) {

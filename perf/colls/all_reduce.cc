@@ -15,10 +15,7 @@ const CollDesc kAllReduce = {
     .inPlaceChecked = true,
     .bwOfAllRanks = false,
     .busFactor = [](int n) { return 2.0 * (n - 1) / n; },
-    .counts =
-        [](size_t count, int, int) {
-          return Counts{count, count, count, 0, 0};
-        },
+    .counts = wholeBuffer,
     .call = [](const CallArgs& a) { return ncclAllReduce(a.send, a.recv, a.count, a.type, a.op, a.comm, nullptr); },
     .source =
         [](int, int, int, size_t, size_t j) {

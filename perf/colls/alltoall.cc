@@ -14,7 +14,7 @@ const CollDesc kAlltoAll = {
     .rooted = false,
     .inPlaceChecked = false,
     .bwOfAllRanks = true,
-    .busFactor = [](int n) { return static_cast<double>(n - 1) / n; },
+    .busFactor = busFactorBlocks,
     .counts =
         [](size_t count, int n, int) {
           const size_t per = count / n;

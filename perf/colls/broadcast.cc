@@ -14,11 +14,8 @@ const CollDesc kBroadcast = {
     .rooted = true,
     .inPlaceChecked = true,
     .bwOfAllRanks = false,
-    .busFactor = [](int) { return 1.0; },
-    .counts =
-        [](size_t count, int, int) {
-          return Counts{count, count, count, 0, 0};
-        },
+    .busFactor = busFactorOne,
+    .counts = wholeBuffer,
     .call = [](const CallArgs& a) { return ncclBroadcast(a.send, a.recv, a.count, a.type, a.root, a.comm, nullptr); },
     .source =
         [](int, int, int root, size_t, size_t j) {

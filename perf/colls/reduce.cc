@@ -14,11 +14,8 @@ const CollDesc kReduce = {
     .rooted = true,
     .inPlaceChecked = true,
     .bwOfAllRanks = false,
-    .busFactor = [](int) { return 1.0; },
-    .counts =
-        [](size_t count, int, int) {
-          return Counts{count, count, count, 0, 0};
-        },
+    .busFactor = busFactorOne,
+    .counts = wholeBuffer,
     .call =
         [](const CallArgs& a) { return ncclReduce(a.send, a.recv, a.count, a.type, a.op, a.root, a.comm, nullptr); },
     .source =

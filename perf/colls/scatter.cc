@@ -14,12 +14,8 @@ const CollDesc kScatter = {
     .rooted = true,
     .inPlaceChecked = true,
     .bwOfAllRanks = true,
-    .busFactor = [](int n) { return static_cast<double>(n - 1) / n; },
-    .counts =
-        [](size_t count, int n, int rank) {
-          const size_t per = count / n;
-          return Counts{per * n, per, per, 0, rank * per};
-        },
+    .busFactor = busFactorBlocks,
+    .counts = scatterBlocks,
     .call = [](const CallArgs& a) { return ncclScatter(a.send, a.recv, a.count, a.type, a.root, a.comm, nullptr); },
     .source =
         [](int rank, int, int root, size_t param, size_t j) {

@@ -25,11 +25,8 @@ const CollDesc kSendRecv = {
     .rooted = false,
     .inPlaceChecked = false,
     .bwOfAllRanks = false,
-    .busFactor = [](int) { return 1.0; },
-    .counts =
-        [](size_t count, int, int) {
-          return Counts{count, count, count, 0, 0};
-        },
+    .busFactor = busFactorOne,
+    .counts = wholeBuffer,
     .call = shift,
     .source =
         [](int rank, int n, int, size_t, size_t j) {

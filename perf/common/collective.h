@@ -57,6 +57,22 @@ struct CollDesc {
   Source (*source)(int rank, int nranks, int root, size_t param, size_t j);
 };
 
+// The shapes and factors several collectives share (nccl-tests' busbw factors).
+inline double busFactorOne(int) { return 1.0; }
+inline double busFactorBlocks(int n) { return static_cast<double>(n - 1) / n; }  // each rank moves n-1 of n blocks
+// One buffer of `count` elements on both sides (all-reduce, broadcast, reduce, send/recv).
+inline Counts wholeBuffer(size_t count, int, int) { return Counts{count, count, count, 0, 0}; }
+// Gathering: `count / n` elements in, n blocks out; in place, the input is this rank's block.
+inline Counts gatherBlocks(size_t count, int n, int rank) {
+  const size_t per = count / n;
+  return Counts{per, per * n, per, rank * per, 0};
+}
+// Scattering: n blocks in, one block of `count / n` out; in place, the output is this rank's block.
+inline Counts scatterBlocks(size_t count, int n, int rank) {
+  const size_t per = count / n;
+  return Counts{per * n, per, per, 0, rank * per};
+}
+
 // Parses the flags, runs every row and prints nccl-tests' output. Returns the process exit code.
 int runPerfTool(const CollDesc& desc, int argc, char** argv);
 
