@@ -200,11 +200,15 @@ Result Stream::checkPending(bool probe) {
   // unblocks a peer that sends to us when our schedule never receives from it (two ranks that
   // both think they are a broadcast's root wait for each other's shm segment otherwise). The
   // next steps are enough: a stuck operation waits on one of them.
+  // Each peer once: a ring repeats its two neighbours in every step (and a TCP peek is a system call).
   constexpr size_t kLookahead = 64;
   const auto& steps = op.schedule.steps;
+  std::vector<uint8_t> seen(static_cast<size_t>(op.comm->nranks()), 0);
   for (size_t i = stepIndex_; i < steps.size() && i < stepIndex_ + kLookahead; ++i) {
     for (int peer : {steps[i].recvPeer, op.lane == kLaneColl ? steps[i].sendPeer : -1}) {
-      if (peer >= 0) MIXCCL_TRY(checkOldestFrom(op, peer));
+      if (peer < 0 || seen[peer]) continue;
+      seen[peer] = 1;
+      MIXCCL_TRY(checkOldestFrom(op, peer));
     }
   }
   return Result::kSuccess;
