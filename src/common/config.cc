@@ -44,6 +44,8 @@ constexpr KnobDecl kTable[] = {
      "polls of an idle wait before yielding the CPU; -1 = automatic (long when every local rank has a core)"},
     {Knob::kHostId, "MIXCCL_HOST_ID", Type::kString, "",
      "host identity used to decide which ranks share memory (default: hostname + boot id)"},
+    {Knob::kDumpOnSignal, "MIXCCL_DUMP_ON_SIGNAL", Type::kBool, "0",
+     "1 = SIGUSR1 makes every communicator of the process log a hang report (docs/DEBUGGING.md)"},
 };
 static_assert(std::size(kTable) == static_cast<size_t>(Knob::kCount_), "every knob needs a table row");
 

@@ -28,6 +28,7 @@ enum class Knob : int {
   kFifoDepth,     // MIXCCL_FIFO_DEPTH (slots per connection)
   kSpinCount,     // MIXCCL_SPIN_COUNT (polls before yielding the CPU)
   kHostId,        // MIXCCL_HOST_ID (overrides the host identity)
+  kDumpOnSignal,  // MIXCCL_DUMP_ON_SIGNAL (SIGUSR1 logs hang reports)
   kCount_
 };
 

@@ -19,9 +19,11 @@ Communicator::Communicator(int nranks, int rank, const CommOptions& options)
       rank_(rank),
       options_(options),
       sendSeq_(static_cast<size_t>(nranks), 0),
-      recvSeq_(static_cast<size_t>(nranks), 0) {}
+      recvSeq_(static_cast<size_t>(nranks), 0),
+      board_(nranks) {}
 
 Communicator::~Communicator() {
+  hang::unregisterComm(this);  // first: a signal dump may be reading this communicator
   if (initThread_.joinable()) initThread_.join();
   // Connections before transports (a connection may refer to its transport's state).
   sendConns_.clear();
@@ -124,6 +126,8 @@ Result Communicator::init(const UniqueIdData& id) {
   }
   state_.store(CommState::kReady, std::memory_order_release);
   asyncError_.store(static_cast<int>(Result::kSuccess), std::memory_order_release);
+  hang::registerComm(this);
+  hang::installSignalDump();
   MIXCCL_INFO(log::kInit, "comm %p rank %d nranks %d commHash %016llx%s%s - Init COMPLETE", static_cast<void*>(this),
               rank_, nranks_, static_cast<unsigned long long>(commHash_), options_.name.empty() ? "" : " name ",
               options_.name.c_str());

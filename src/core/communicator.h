@@ -23,6 +23,7 @@
 #include "src/common/result.h"
 #include "src/common/types.h"
 #include "src/core/bootstrap.h"
+#include "src/core/hang_report.h"
 #include "src/core/peer_info.h"
 #include "src/device/device_backend.h"
 #include "transports/transport.h"
@@ -97,6 +98,9 @@ class Communicator {
     if (kind == CollKind::kRecv) return recvSeq_[peer]++;
     return seq_++;
   }
+  // What this communicator's calls wait for (hang reports).
+  WaitBoard& board() { return board_; }
+  const WaitBoard& board() const { return board_; }
   // Number of shrinks issued on this communicator (tags the child's id message).
   uint32_t nextShrinkSeq() { return shrinkSeq_++; }
 
@@ -133,6 +137,7 @@ class Communicator {
   uint64_t seq_ = 0;
   std::vector<uint64_t> sendSeq_, recvSeq_;  // per peer
   uint32_t shrinkSeq_ = 0;
+  WaitBoard board_;
 
   std::unique_ptr<DeviceBackend> backend_;
   std::unique_ptr<Bootstrap> bootstrap_;

@@ -55,6 +55,7 @@ Result Stream::tryStep(Op& op, const algo::Step& s) {
     uint64_t stamp = 0;
     MIXCCL_TRY(peekData(op, rconn, s.recvPeer, &in, &got, &stamp));
     if (stamp != op.stamp) return stampMismatch(op, stamp, s.recvPeer);
+    if (op.lane == kLaneColl) comm.board().notePeerReached(s.recvPeer, op.seq);
     if (got != bytes) {
       return fail(Result::kInvalidUsage,
                   "%s (seq %llu) on rank %d expected a %zu-byte message from rank %d and got %zu bytes: the ranks "
@@ -132,6 +133,7 @@ Result Stream::progress(bool* advanced) {
       ++stepIndex_;
       *advanced = true;
     }
+    if (op.lane == kLaneColl) op.comm->board().noteDone(op.seq);
     ++opIndex_;
     stepIndex_ = 0;
     connected_ = false;
@@ -157,6 +159,11 @@ Result Stream::peekData(Op& op, RecvConnection* rconn, int peer, const void** da
     if ((*stamp & kStampProbe) == 0) return Result::kSuccess;
     const uint64_t theirs = *stamp & ~kStampProbe;
     if (sameSeq(theirs, op.stamp) && theirs != op.stamp) return stampMismatch(op, theirs, peer);
+    if (op.lane == kLaneColl) {
+      // The probe carries the low 16 bits of the sender's sequence number; it is near ours.
+      const auto delta = static_cast<int16_t>(static_cast<uint16_t>(theirs - op.seq));
+      op.comm->board().notePeerWaiting(peer, op.seq + static_cast<uint64_t>(static_cast<int64_t>(delta)));
+    }
     MIXCCL_TRY(rconn->release());
   }
 }
@@ -241,6 +248,28 @@ std::string Stream::describeWait() const {
   return buf;
 }
 
+WaitBoard::Wait Stream::boardWait() const {
+  WaitBoard::Wait w;
+  w.what = describeWait();
+  if (finished_ || opIndex_ >= ops_.size()) return w;
+  const Op& op = *ops_[opIndex_];
+  std::vector<uint8_t> seen(static_cast<size_t>(op.comm->nranks()), 0);
+  // The waited-for peer first, then every other peer the remaining steps exchange messages with.
+  if (waitingPeer_ >= 0) {
+    seen[waitingPeer_] = 1;
+    w.peers.push_back(waitingPeer_);
+  }
+  const auto& steps = op.schedule.steps;
+  for (size_t i = stepIndex_; i < steps.size(); ++i) {
+    for (int peer : {steps[i].recvPeer, steps[i].sendPeer}) {
+      if (peer < 0 || seen[peer]) continue;
+      seen[peer] = 1;
+      w.peers.push_back(peer);
+    }
+  }
+  return w;
+}
+
 namespace {
 
 // Backs off an idle wait: spin, then yield, then nap (bounded at 200 us so latency stays low).
@@ -288,6 +317,34 @@ Result checkFlags(const Stream& s) {
   return Result::kSuccess;
 }
 
+// Fills in the wait boards of the communicators of unfinished streams (hang_report.h).
+void publishWaits(std::vector<Stream>& streams, Clock::time_point since) {
+  std::vector<std::pair<Communicator*, std::vector<WaitBoard::Wait>>> byComm;
+  for (Stream& s : streams) {
+    if (s.done() || s.empty()) continue;
+    auto it = std::find_if(byComm.begin(), byComm.end(), [&](const auto& e) { return e.first == s.comm(); });
+    if (it == byComm.end()) it = byComm.insert(byComm.end(), {s.comm(), {}});
+    it->second.push_back(s.boardWait());
+  }
+  for (auto& [comm, waits] : byComm) comm->board().publish(std::move(waits), since);
+}
+
+// Logs the report of every communicator with an unfinished stream, once each.
+void logReports(std::vector<Stream>& streams, const char* reason) {
+  std::vector<Communicator*> reported;
+  for (Stream& s : streams) {
+    if (s.done() || s.empty() || std::count(reported.begin(), reported.end(), s.comm()) != 0) continue;
+    reported.push_back(s.comm());
+    hang::logReport(*s.comm(), reason);
+  }
+}
+
+void clearWaits(std::vector<Stream>& streams) {
+  for (Stream& s : streams) {
+    if (!s.empty()) s.comm()->board().clear();
+  }
+}
+
 }  // namespace
 
 // How long a stream waits before it looks for mismatched messages (Stream::checkPending: a
@@ -306,6 +363,8 @@ Result runStreams(std::vector<Stream>& streams) {
   }
   Backoff backoff(localRanks);
   uint64_t polls = 0;
+  bool published = false;  // the wait boards describe the current stall
+  bool timedOut = false;
   Result result = Result::kSuccess;
   for (;;) {
     bool allDone = true;
@@ -323,6 +382,8 @@ Result runStreams(std::vector<Stream>& streams) {
     if (advanced) {
       backoff.reset();
       lastProgress = Clock::now();
+      if (published) clearWaits(streams);
+      published = false;
       continue;
     }
     backoff.idle();
@@ -338,7 +399,14 @@ Result runStreams(std::vector<Stream>& streams) {
       if (result != Result::kSuccess) break;
     }
     if (result != Result::kSuccess) break;
+    if (!published && idleFor > kPublishAfter) {
+      publishWaits(streams, lastProgress);
+      published = true;
+    }
     if (Clock::now() - lastProgress > timeout) {
+      publishWaits(streams, lastProgress);
+      published = timedOut = true;
+      logReports(streams, "MIXCCL_TIMEOUT");
       for (Stream& s : streams) {
         if (s.done() || s.empty()) continue;
         result = fail(Result::kRemoteError,
@@ -354,6 +422,15 @@ Result runStreams(std::vector<Stream>& streams) {
     for (Stream& s : streams) {
       if (!s.empty() && !s.done()) s.comm()->setAsyncError(result);
     }
+  }
+  if (published) {
+    // A call that was stuck and then failed (a peer died or left, an abort, a mismatch) tells
+    // where it stood too: the first rank to reach its deadline aborts, and its peers fail on
+    // that before their own deadlines, but their reports are the ones that name the late rank.
+    if (result != Result::kSuccess && !timedOut) {
+      logReports(streams, "the blocked call failed");
+    }
+    clearWaits(streams);
   }
   return result;
 }

@@ -18,6 +18,7 @@
 #include <memory>
 #include <vector>
 
+#include "src/core/hang_report.h"
 #include "src/core/op.h"
 #include "transports/transport.h"
 
@@ -33,6 +34,8 @@ class Stream {
   Result progress(bool* advanced);
   // "AllReduce seq 12 step 3/14: waiting for a message from rank 2" (for timeouts and dumps).
   std::string describeWait() const;
+  // describeWait() plus the peers the rest of the current operation needs (hang reports).
+  WaitBoard::Wait boardWait() const;
   // While the stream is stuck: kInvalidUsage if a peer this operation still receives from has a
   // message of another operation waiting (a mismatch that would otherwise deadlock, e.g. both
   // ranks blocked sending into full lanes). Cheap enough for idle polls only.
