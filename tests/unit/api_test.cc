@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "src/common/config.h"
+#include "src/common/socket.h"
 #include "tests/support/rank_threads.h"
 
 namespace mixccl::testing {
@@ -251,7 +252,14 @@ TEST_F(ApiTest, ShrinkExcludesRanks) {
 }
 
 TEST_F(ApiTest, CommIdFromEnvironment) {
-  setenv("NCCL_COMM_ID", "127.0.0.1:45719", 1);
+  // A port free right now, not a fixed one: another job on the machine may hold any fixed port.
+  SocketAddress probe;
+  ASSERT_EQ(parseHostPort("127.0.0.1:0", &probe), Result::kSuccess);
+  {
+    Socket s;
+    ASSERT_EQ(Socket::listen(&probe, &s), Result::kSuccess);
+  }
+  setenv("NCCL_COMM_ID", probe.toString().c_str(), 1);
   config::resetForTesting();
   runRanks(3, [](int, ncclComm_t comm) { expectAllReduceWorks(comm); });
   unsetenv("NCCL_COMM_ID");
