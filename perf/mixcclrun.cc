@@ -110,7 +110,7 @@ class Supervisor {
   }
 
   void launch() {
-    Ports ports{o_.port, o_.port + 1};
+    Ports ports{o_.port, o_.port + 1, makeJobSecret()};
     std::string error;
     if (o_.port == 0 && !pickFreePorts(&ports, &error)) {
       say("%s", error.c_str());

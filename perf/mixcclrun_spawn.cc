@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -47,6 +48,24 @@ bool pickFreePorts(Ports* ports, std::string* error) {
   return ok;
 }
 
+std::string makeJobSecret() {
+  uint8_t bytes[16];
+  size_t got = 0;
+  while (got < sizeof(bytes)) {
+    ssize_t n = getrandom(bytes + got, sizeof(bytes) - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return "";  // no secret: the job still runs, as with a plain NCCL_COMM_ID
+    got += static_cast<size_t>(n);
+  }
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (uint8_t b : bytes) {
+    out += kHex[b >> 4];
+    out += kHex[b & 15];
+  }
+  return out;
+}
+
 std::vector<std::string> rankEnvironment(const Options& o, int rank, const Ports& ports) {
   // A map keyed by name keeps one entry per variable, whatever order they were set in.
   std::map<std::string, std::string> vars;
@@ -70,7 +89,10 @@ std::vector<std::string> rankEnvironment(const Options& o, int rank, const Ports
   set("MASTER_ADDR", "127.0.0.1");
   set("MASTER_PORT", std::to_string(ports.master));
   // A user's NCCL_COMM_ID wins: they may want a fixed port or interface.
-  if (vars.find("NCCL_COMM_ID") == vars.end()) set("NCCL_COMM_ID", "127.0.0.1:" + std::to_string(ports.commId));
+  if (vars.find("NCCL_COMM_ID") == vars.end()) {
+    set("NCCL_COMM_ID", "127.0.0.1:" + std::to_string(ports.commId));
+    if (vars.find("MIXCCL_COMM_SECRET") == vars.end() && !ports.secret.empty()) set("MIXCCL_COMM_SECRET", ports.secret);
+  }
 
   std::vector<std::string> out;
   out.reserve(vars.size());

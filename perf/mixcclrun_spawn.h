@@ -24,9 +24,14 @@ namespace mixccl::run {
 // its own store on MASTER_PORT (env:// initialisation) while mixccl's rank 0 binds NCCL_COMM_ID's
 // port, so one shared port would make the second bind fail.
 struct Ports {
-  int master = 0;  // MASTER_PORT
-  int commId = 0;  // the port in NCCL_COMM_ID
+  int master = 0;      // MASTER_PORT
+  int commId = 0;      // the port in NCCL_COMM_ID
+  std::string secret;  // MIXCCL_COMM_SECRET: random per job (makeJobSecret)
 };
+
+// 32 random hex digits (getrandom). With NCCL_COMM_ID every rank derives the job's id from the
+// environment; this is what keeps other local users' processes from joining (PROTOCOL.md 3).
+std::string makeJobSecret();
 
 // Picks two distinct TCP ports on 127.0.0.1 that are free right now (bind to port 0, read them
 // back, close). Another process could take one before a rank binds it; the window is short.
@@ -34,7 +39,8 @@ struct Ports {
 bool pickFreePorts(Ports* ports, std::string* error);
 
 // Environment of rank `rank`: ours, then -x entries, then the launcher's variables (so -x cannot
-// change a rank's identity). NCCL_COMM_ID is set only when neither ours nor -x set it.
+// change a rank's identity). NCCL_COMM_ID is set only when neither ours nor -x set it, and then
+// MIXCCL_COMM_SECRET too (ranks started elsewhere for a user's NCCL_COMM_ID would not know ours).
 std::vector<std::string> rankEnvironment(const Options& o, int rank, const Ports& ports);
 
 // Settings that fork() must undo in the child before exec.

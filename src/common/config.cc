@@ -46,6 +46,9 @@ constexpr KnobDecl kTable[] = {
      "host identity used to decide which ranks share memory (default: hostname + boot id)"},
     {Knob::kDumpOnSignal, "MIXCCL_DUMP_ON_SIGNAL", Type::kBool, "0",
      "1 = SIGUSR1 makes every communicator of the process log a hang report (docs/DEBUGGING.md)"},
+    {Knob::kCommSecret, "MIXCCL_COMM_SECRET", Type::kString, "",
+     "shared secret of a job that rendezvouses through NCCL_COMM_ID (the same random string on every rank; "
+     "mixcclrun sets one)"},
 };
 static_assert(std::size(kTable) == static_cast<size_t>(Knob::kCount_), "every knob needs a table row");
 

@@ -29,6 +29,7 @@ enum class Knob : int {
   kSpinCount,     // MIXCCL_SPIN_COUNT (polls before yielding the CPU)
   kHostId,        // MIXCCL_HOST_ID (overrides the host identity)
   kDumpOnSignal,  // MIXCCL_DUMP_ON_SIGNAL (SIGUSR1 logs hang reports)
+  kCommSecret,    // MIXCCL_COMM_SECRET (authenticates NCCL_COMM_ID jobs)
   kCount_
 };
 

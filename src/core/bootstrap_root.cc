@@ -367,16 +367,19 @@ Result createUniqueId(UniqueIdData* id, bool honourCommIdEnv) {
   *id = UniqueIdData{};
   const std::string& commId = config::getString(config::Knob::kCommId);
   if (honourCommIdEnv && !commId.empty()) {
-    // Every process must derive the same id from the string alone, so nothing here is secret:
-    // such jobs are only as private as the network (PROTOCOL.md).
+    // Every process must derive the same id from its environment alone: without
+    // MIXCCL_COMM_SECRET nothing here is secret, and such jobs are only as private as the
+    // network (PROTOCOL.md). With it, both halves of the secret depend on the whole string.
     MIXCCL_TRY(parseHostPort(commId, &id->root));
     if (id->root.port() == 0) {
       return fail(Result::kInvalidArgument, "NCCL_COMM_ID=%s needs a fixed port other than 0", commId.c_str());
     }
-    const std::string salted = "mixccl-secret:" + commId;
+    const std::string& shared = config::getString(config::Knob::kCommSecret);
+    const std::string salted = "mixccl-secret:" + commId + (shared.empty() ? "" : ":" + shared);
+    const std::string salted2 = "mixccl-secret-2:" + commId + (shared.empty() ? "" : ":" + shared);
     id->commHash = fnv1a64(commId.data(), commId.size());
     uint64_t s0 = fnv1a64(salted.data(), salted.size());
-    uint64_t s1 = fnv1a64(&s0, sizeof(s0));
+    uint64_t s1 = shared.empty() ? fnv1a64(&s0, sizeof(s0)) : fnv1a64(salted2.data(), salted2.size());
     memcpy(id->secret, &s0, 8);
     memcpy(id->secret + 8, &s1, 8);
     id->flags = UniqueIdData::kRootStartedByRank0;

@@ -52,9 +52,18 @@ env)
   "$run" -np 2 --port 29999 sh -c 'echo "$MASTER_PORT $NCCL_COMM_ID" > $D/id.$RANK'
   expect_rc $? 0
   [ "$(cat "$dir/id.1")" = "29999 127.0.0.1:30000" ] || fail "--port 29999 gave $(cat "$dir/id.1")"
-  NCCL_COMM_ID=10.1.2.3:4567 "$run" -np 2 sh -c 'echo "$NCCL_COMM_ID" > $D/id.$RANK'
+  # With our NCCL_COMM_ID comes a fresh random MIXCCL_COMM_SECRET per job, the same on every rank.
+  "$run" -np 2 sh -c 'echo "$MIXCCL_COMM_SECRET" > $D/sec.$RANK'
   expect_rc $? 0
-  [ "$(cat "$dir/id.1")" = "10.1.2.3:4567" ] || fail "user NCCL_COMM_ID not kept: $(cat "$dir/id.1")"
+  cp "$dir/sec.0" "$dir/sec.first"
+  "$run" -np 2 sh -c 'echo "$MIXCCL_COMM_SECRET" > $D/sec.$RANK'
+  grep -qE '^[0-9a-f]{32}$' "$dir/sec.0" || fail "MIXCCL_COMM_SECRET '$(cat "$dir/sec.0")' is not 32 hex digits"
+  cmp -s "$dir/sec.0" "$dir/sec.1" || fail "ranks got different MIXCCL_COMM_SECRET values"
+  ! cmp -s "$dir/sec.0" "$dir/sec.first" || fail "two jobs got the same MIXCCL_COMM_SECRET"
+  NCCL_COMM_ID=10.1.2.3:4567 "$run" -np 2 sh -c 'echo "$NCCL_COMM_ID ${MIXCCL_COMM_SECRET:-none}" > $D/id.$RANK'
+  expect_rc $? 0
+  # A user's NCCL_COMM_ID may serve ranks started elsewhere: no secret they could not know.
+  [ "$(cat "$dir/id.1")" = "10.1.2.3:4567 none" ] || fail "user NCCL_COMM_ID not kept: $(cat "$dir/id.1")"
   "$run" -np 2 -x NCCL_COMM_ID=10.9.9.9:1234 sh -c 'echo "$NCCL_COMM_ID" > $D/id.$RANK'
   [ "$(cat "$dir/id.0")" = "10.9.9.9:1234" ] || fail "-x NCCL_COMM_ID not kept: $(cat "$dir/id.0")"
   ;;

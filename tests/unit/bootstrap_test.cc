@@ -86,6 +86,31 @@ TEST(UniqueId, CommIdEnvGivesTheSameIdEverywhere) {
   EXPECT_NE(c.commHash, a.commHash);
 }
 
+// MIXCCL_COMM_SECRET (mixcclrun sets a random one per job) makes the NCCL_COMM_ID-derived secret
+// unguessable: the same variable with another shared secret gives the same commHash and root but
+// a different secret, in both halves, so the root turns such ranks away.
+TEST(UniqueId, CommSecretKeysTheCommIdSecret) {
+  EnvGuard g("NCCL_COMM_ID", "127.0.0.1:1");
+  UniqueIdData plain, a1, a2, b;
+  ASSERT_EQ(createUniqueId(&plain), Result::kSuccess);
+  {
+    EnvGuard s("MIXCCL_COMM_SECRET", "0123456789abcdef0123456789abcdef");
+    ASSERT_EQ(createUniqueId(&a1), Result::kSuccess);
+    ASSERT_EQ(createUniqueId(&a2), Result::kSuccess);
+  }
+  {
+    EnvGuard s("MIXCCL_COMM_SECRET", "0123456789abcdef0123456789abcdee");
+    ASSERT_EQ(createUniqueId(&b), Result::kSuccess);
+  }
+  EXPECT_EQ(memcmp(a1.secret, a2.secret, 16), 0);  // every rank derives the same
+  EXPECT_EQ(a1.commHash, plain.commHash);
+  EXPECT_EQ(a1.root.toString(), plain.root.toString());
+  for (const UniqueIdData* other : {&plain, &b}) {
+    EXPECT_NE(memcmp(a1.secret, other->secret, 8), 0);
+    EXPECT_NE(memcmp(a1.secret + 8, other->secret + 8, 8), 0);
+  }
+}
+
 class BootstrapRanks : public ::testing::TestWithParam<int> {};
 
 TEST_P(BootstrapRanks, InitAllGatherSendRecvBarrier) {
