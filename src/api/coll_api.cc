@@ -39,11 +39,16 @@ bool needsRoot(CollKind k) {
          k == CollKind::kSend || k == CollKind::kRecv;
 }
 
-// Elements of the larger user buffer of this call on this rank, to reject counts whose byte
-// size overflows size_t (NCCL's count is a size_t, so 64-bit counts are legal up to that).
+// The most bytes one user buffer can span: x86-64 with 5-level paging, AArch64 and RISC-V Sv57
+// give a process at most 2^56 bytes of address space, so a larger buffer cannot exist and a count
+// that asks for one is a bad argument (taken on trust it would run off the end of the buffer).
+constexpr uint64_t kMaxBufferBytes = uint64_t{1} << 56;
+
+// Whether the larger user buffer of this call on this rank (count * multiplier elements of elem
+// bytes) is larger than any buffer can be, including products that overflow 64 bits.
 bool bytesOverflow(uint64_t count, uint64_t multiplier, size_t elem) {
   if (count == 0) return false;
-  return count > SIZE_MAX / multiplier / elem;
+  return count > kMaxBufferBytes / multiplier / elem;
 }
 
 Result validate(const CollCall& c, Communicator* comm) {
@@ -71,8 +76,10 @@ Result validate(const CollCall& c, Communicator* comm) {
     multiplier = static_cast<uint64_t>(nranks);
   }
   if (bytesOverflow(c.count, multiplier, elem)) {
-    return fail(Result::kInvalidArgument, "%s: count %zu of %s overflows the addressable size", c.fn, c.count,
-                mixccl::dataTypeName(static_cast<DataType>(c.datatype)));
+    return fail(Result::kInvalidArgument,
+                "%s: count %zu of %s is larger than any buffer can be (this call's buffers would exceed 2^56 "
+                "bytes on %d ranks)",
+                c.fn, c.count, mixccl::dataTypeName(static_cast<DataType>(c.datatype)), nranks);
   }
   if (c.count == 0) return Result::kSuccess;
   // Which buffers this rank touches.
