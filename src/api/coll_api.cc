@@ -62,7 +62,17 @@ Result validate(const CollCall& c, Communicator* comm) {
     if (op < 0) return fail(Result::kInvalidArgument, "%s: invalid reduction operator %d", c.fn, op);
     if (op >= mixccl::kNumBuiltinOps) {
       const mixccl::UserRedOp* user = nullptr;
-      MIXCCL_TRY(comm->lookupRedOp(op, &user));
+      if (comm->lookupRedOp(op, &user) != Result::kSuccess) {
+        return fail(Result::kInvalidArgument,
+                    "%s: reduction operator %d is neither built-in nor a live ncclRedOpCreatePreMulSum operator of "
+                    "this communicator (rank %d): was it destroyed, or made on another communicator?",
+                    c.fn, op, rank);
+      }
+      const DataType dtype = static_cast<DataType>(c.datatype);
+      if (user->dtype != dtype) {
+        return fail(Result::kInvalidArgument, "%s: reduction operator %d was created for %s but the datatype is %s",
+                    c.fn, op, mixccl::dataTypeName(user->dtype), mixccl::dataTypeName(dtype));
+      }
     }
   }
   if (needsRoot(c.kind) && (c.root < 0 || c.root >= nranks)) {

@@ -38,7 +38,7 @@ Result checkRanks(const char* fn, int nranks, int rank) {
 // Creates the handle and runs init: inline when blocking outside a group, otherwise in a thread
 // (non-blocking comms are polled with ncclCommGetAsyncError; grouped inits are joined by
 // ncclGroupEnd). Grouped blocking inits must not run inline: one thread may init several ranks.
-Result startInit(std::unique_ptr<Communicator> comm, const UniqueIdData& id, ncclComm_t* out) {
+Result startInit(const char* fn, std::unique_ptr<Communicator> comm, const UniqueIdData& id, ncclComm_t* out) {
   const bool blocking = comm->options().blocking;
   const bool grouped = mixccl::group::active();
   Communicator* c = comm.get();
@@ -48,7 +48,7 @@ Result startInit(std::unique_ptr<Communicator> comm, const UniqueIdData& id, ncc
     if (r != Result::kSuccess) {
       mixccl::api::releaseComm(handle);
       *out = nullptr;
-      return r;
+      return fail(r, "%s: %s", fn, mixccl::lastError().c_str());
     }
     *out = handle;
     return Result::kSuccess;
@@ -67,8 +67,9 @@ Result initRank(const char* fn, ncclComm_t* comm, int nranks, const ncclUniqueId
   CommOptions options;
   MIXCCL_TRY(mixccl::api::parseConfig(fn, config, &options));
   UniqueIdData id;
-  MIXCCL_TRY(UniqueIdData::decode(reinterpret_cast<const uint8_t*>(commId.internal), &id));
-  return startInit(Communicator::makeUninitialised(nranks, rank, options), id, comm);
+  Result decoded = UniqueIdData::decode(reinterpret_cast<const uint8_t*>(commId.internal), &id);
+  if (decoded != Result::kSuccess) return fail(decoded, "%s: %s", fn, mixccl::lastError().c_str());
+  return startInit(fn, Communicator::makeUninitialised(nranks, rank, options), id, comm);
 }
 
 }  // namespace
