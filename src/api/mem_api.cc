@@ -32,6 +32,12 @@ mixccl::DeviceBackend& processBackend() {
   return *backend;
 }
 
+// Pointers ncclMemAlloc handed out and ncclMemFree has not taken back. NCCL passes any other
+// pointer to the device runtime, which refuses it; free() would abort the process instead.
+// Never destroyed: an application may still call ncclMemFree from an atexit handler.
+std::mutex gAllocMutex;
+std::unordered_set<void*>* gAllocations = new std::unordered_set<void*>();
+
 // Live registrations, so a bad or double deregistration is an error rather than a crash.
 std::mutex gRegMutex;
 std::unordered_set<ncclWindow_vidmem*> gRegistrations;
@@ -78,6 +84,14 @@ MIXCCL_API(ncclResult_t, ncclMemAlloc, void** ptr, size_t size) {
       *ptr = nullptr;
       return fail(r, "ncclMemAlloc: %s", mixccl::lastError().c_str());
     }
+    try {
+      std::lock_guard<std::mutex> lock(gAllocMutex);
+      gAllocations->insert(*ptr);
+    } catch (...) {
+      (void)processBackend().free(*ptr);
+      *ptr = nullptr;
+      throw;  // apiGuard reports it
+    }
     return Result::kSuccess;
   });
 }
@@ -85,6 +99,15 @@ MIXCCL_API(ncclResult_t, ncclMemAlloc, void** ptr, size_t size) {
 MIXCCL_API(ncclResult_t, ncclMemFree, void* ptr) {
   return apiGuard("ncclMemFree", [&]() -> Result {
     if (ptr == nullptr) return Result::kSuccess;
+    {
+      std::lock_guard<std::mutex> lock(gAllocMutex);
+      if (gAllocations->erase(ptr) == 0) {
+        return fail(Result::kInvalidArgument,
+                    "ncclMemFree: ptr %p was not returned by ncclMemAlloc, or was freed already; free other memory "
+                    "the way it was allocated",
+                    ptr);
+      }
+    }
     return processBackend().free(ptr);
   });
 }
