@@ -214,9 +214,15 @@ MIXCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList,
 
 MIXCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
   return apiGuard("ncclCommFinalize", [&]() -> Result {
+    if (comm == nullptr) return Result::kSuccess;  // as in NCCL: nothing to finalize
     Communicator* c = nullptr;
     MIXCCL_TRY(mixccl::api::lookupComm("ncclCommFinalize", comm, &c));
     if (c->initThread().joinable()) c->initThread().join();
+    if (c->state() == mixccl::CommState::kFinalized) {
+      // NCCL refuses a second finalize as an invalid argument.
+      return fail(Result::kInvalidArgument,
+                  "ncclCommFinalize: communicator of rank %d was finalized already; destroy it", c->rank());
+    }
     // Host operations are complete when their call returns: nothing is left to flush.
     if (c->state() == mixccl::CommState::kReady) c->finalize();
     return Result::kSuccess;
@@ -225,6 +231,7 @@ MIXCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
 
 MIXCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
   return apiGuard("ncclCommDestroy", [&]() -> Result {
+    if (comm == nullptr) return Result::kSuccess;  // NCCL accepts destroying a NULL communicator
     Communicator* c = nullptr;
     MIXCCL_TRY(mixccl::api::takeComm("ncclCommDestroy", comm, &c));
     mixccl::group::forget(c);
@@ -249,11 +256,20 @@ MIXCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
 
 MIXCCL_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags) {
   return apiGuard("ncclCommRevoke", [&]() -> Result {
+    if (comm == nullptr) return Result::kSuccess;  // as in NCCL: nothing to revoke
     Communicator* c = nullptr;
     MIXCCL_TRY(mixccl::api::lookupComm("ncclCommRevoke", comm, &c));
     if (revokeFlags != NCCL_REVOKE_DEFAULT) {
       return fail(Result::kInvalidArgument, "ncclCommRevoke: revokeFlags must be NCCL_REVOKE_DEFAULT (0), got %d",
                   revokeFlags);
+    }
+    // NCCL refuses to revoke a finalized or already revoked communicator as an invalid argument.
+    if (c->state() == mixccl::CommState::kFinalized) {
+      return fail(Result::kInvalidArgument, "ncclCommRevoke: communicator of rank %d was finalized; destroy it",
+                  c->rank());
+    }
+    if (c->revoked()) {
+      return fail(Result::kInvalidArgument, "ncclCommRevoke: communicator of rank %d was revoked already", c->rank());
     }
     c->revoke();
     return Result::kSuccess;
