@@ -123,6 +123,12 @@ MIXCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int
     const char* fn = "ncclCommInitAll";
     MIXCCL_TRY(checkOut(fn, comms, "comms"));
     if (ndev < 1) return fail(Result::kInvalidArgument, "%s: ndev is %d; it must be at least 1", fn, ndev);
+    // Device numbers only label the ranks of a host-memory communicator, but a negative one is
+    // refused as NCCL refuses it, before any rank starts.
+    for (int r = 0; devlist != nullptr && r < ndev; ++r) {
+      if (devlist[r] < 0)
+        return fail(Result::kInvalidArgument, "%s: devlist[%d] is %d, not a device", fn, r, devlist[r]);
+    }
     UniqueIdData id;
     MIXCCL_TRY(mixccl::createUniqueId(&id, /*honourCommIdEnv=*/false));
     std::vector<std::unique_ptr<Communicator>> made(ndev);
