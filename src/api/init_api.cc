@@ -195,9 +195,12 @@ MIXCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList,
     if (shrinkFlags != NCCL_SHRINK_DEFAULT && shrinkFlags != NCCL_SHRINK_ABORT) {
       return fail(Result::kInvalidArgument, "%s: unknown shrinkFlags 0x%x", fn, shrinkFlags);
     }
-    if (excludeRanksCount < 0 || excludeRanksCount >= parent->nranks() ||
-        (excludeRanksCount > 0 && excludeRanksList == nullptr)) {
-      return fail(Result::kInvalidArgument, "%s: excludeRanksCount %d is invalid for %d ranks (or the list is NULL)",
+    if (excludeRanksList == nullptr) return fail(Result::kInvalidArgument, "%s: excludeRanksList is NULL", fn);
+    // As in NCCL, at least one rank is excluded; excluding all would leave no communicator.
+    if (excludeRanksCount <= 0 || excludeRanksCount >= parent->nranks()) {
+      return fail(Result::kInvalidArgument,
+                  "%s: excludeRanksCount %d is invalid for %d ranks: exclude at least one rank "
+                  "and not all of them",
                   fn, excludeRanksCount, parent->nranks());
     }
     for (int i = 0; i < excludeRanksCount; ++i) {
@@ -205,12 +208,18 @@ MIXCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList,
         return fail(Result::kInvalidArgument, "%s: excluded rank %d is out of range [0, %d)", fn, excludeRanksList[i],
                     parent->nranks());
       }
+      if (excludeRanksList[i] == parent->rank()) {
+        return fail(Result::kInvalidArgument,
+                    "%s: rank %d is in its own exclude list; excluded ranks must not call ncclCommShrink", fn,
+                    parent->rank());
+      }
     }
-    // Host operations complete before their call returns, so NCCL_SHRINK_ABORT has nothing in
-    // flight to cancel; revoking marks the parent unusable for new operations either way.
-    if (shrinkFlags == NCCL_SHRINK_ABORT) parent->revoke();
     CommOptions options = parent->options();
     if (config != nullptr) MIXCCL_TRY(mixccl::api::parseConfig(fn, config, &options));
+    // Host operations complete before their call returns, so NCCL_SHRINK_ABORT has nothing in
+    // flight to cancel; revoking marks the parent unusable for new operations either way. Only
+    // after every argument was accepted: a refused call leaves the parent as it was.
+    if (shrinkFlags == NCCL_SHRINK_ABORT) parent->revoke();
     std::unique_ptr<Communicator> child;
     MIXCCL_TRY(mixccl::shrinkCommunicator(parent, excludeRanksList, excludeRanksCount, options, &child));
     *newcomm = mixccl::api::registerComm(std::move(child));
