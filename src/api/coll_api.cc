@@ -218,17 +218,20 @@ MIXCCL_API(ncclResult_t, ncclGroupEnd) {
 
 MIXCCL_API(ncclResult_t, ncclGroupSimulateEnd, ncclSimInfo_t* simInfo) {
   return apiGuard("ncclGroupSimulateEnd", [&]() -> Result {
-    if (simInfo == nullptr) return fail(Result::kInvalidArgument, "ncclGroupSimulateEnd: simInfo is NULL");
-    if (simInfo->magic != 0x74685283u) {
-      return fail(Result::kInvalidArgument,
-                  "ncclGroupSimulateEnd: simInfo magic is wrong: initialise it with "
-                  "NCCL_SIM_INFO_INITIALIZER");
-    }
     if (!mixccl::group::active()) {
       return fail(Result::kInvalidUsage, "ncclGroupSimulateEnd called without a matching ncclGroupStart");
     }
-    double seconds = 0;
-    MIXCCL_TRY(mixccl::group::simulateEnd(&seconds));
+    // As in NCCL: without a simInfo to fill this is ncclGroupEnd.
+    if (simInfo == nullptr) return mixccl::group::end();
+    double seconds = -1;
+    Result r = mixccl::group::simulateEnd(&seconds);
+    if (r != Result::kSuccess || seconds < 0) return r;  // no group, or an inner level closed
+    // Checked once the group is over, as NCCL does: a bad simInfo still ends (and drops) the group.
+    if (simInfo->magic != 0x74685283u) {
+      return fail(Result::kInvalidArgument,
+                  "ncclGroupSimulateEnd: simInfo magic is wrong: initialise it with NCCL_SIM_INFO_INITIALIZER; the "
+                  "group was ended without running its operations");
+    }
     simInfo->estimatedTime = static_cast<float>(seconds * 1e6);  // NCCL reports microseconds
     return Result::kSuccess;
   });
