@@ -164,12 +164,16 @@ MIXCCL_API(ncclResult_t, ncclRedOpCreatePreMulSum, ncclRedOp_t* op, void* scalar
 
 MIXCCL_API(ncclResult_t, ncclRedOpDestroy, ncclRedOp_t op, ncclComm_t comm) {
   return apiGuard("ncclRedOpDestroy", [&]() -> Result {
-    Communicator* c = nullptr;
-    MIXCCL_TRY(mixccl::api::lookupComm("ncclRedOpDestroy", comm, &c));
+    // The operator is checked first, as NCCL does.
+    if (static_cast<int>(op) < 0) {
+      return fail(Result::kInvalidArgument, "ncclRedOpDestroy: invalid reduction operator %d", static_cast<int>(op));
+    }
     if (static_cast<int>(op) < mixccl::kNumBuiltinOps) {
       return fail(Result::kInvalidArgument, "ncclRedOpDestroy: operator %d is built-in and cannot be destroyed",
                   static_cast<int>(op));
     }
+    Communicator* c = nullptr;
+    MIXCCL_TRY(mixccl::api::lookupComm("ncclRedOpDestroy", comm, &c));
     return c->destroyRedOp(static_cast<int>(op));
   });
 }
