@@ -39,11 +39,16 @@ bool needsRoot(CollKind k) {
          k == CollKind::kSend || k == CollKind::kRecv;
 }
 
-// Elements of the larger user buffer of this call on this rank, to reject counts whose byte
-// size overflows size_t (NCCL's count is a size_t, so 64-bit counts are legal up to that).
+// The most bytes one user buffer can span: x86-64 with 5-level paging, AArch64 and RISC-V Sv57
+// give a process at most 2^56 bytes of address space, so a larger buffer cannot exist and a count
+// that asks for one is a bad argument (taken on trust it would run off the end of the buffer).
+constexpr uint64_t kMaxBufferBytes = uint64_t{1} << 56;
+
+// Whether the larger user buffer of this call on this rank (count * multiplier elements of elem
+// bytes) is larger than any buffer can be, including products that overflow 64 bits.
 bool bytesOverflow(uint64_t count, uint64_t multiplier, size_t elem) {
   if (count == 0) return false;
-  return count > SIZE_MAX / multiplier / elem;
+  return count > kMaxBufferBytes / multiplier / elem;
 }
 
 Result validate(const CollCall& c, Communicator* comm) {
@@ -57,7 +62,17 @@ Result validate(const CollCall& c, Communicator* comm) {
     if (op < 0) return fail(Result::kInvalidArgument, "%s: invalid reduction operator %d", c.fn, op);
     if (op >= mixccl::kNumBuiltinOps) {
       const mixccl::UserRedOp* user = nullptr;
-      MIXCCL_TRY(comm->lookupRedOp(op, &user));
+      if (comm->lookupRedOp(op, &user) != Result::kSuccess) {
+        return fail(Result::kInvalidArgument,
+                    "%s: reduction operator %d is neither built-in nor a live ncclRedOpCreatePreMulSum operator of "
+                    "this communicator (rank %d): was it destroyed, or made on another communicator?",
+                    c.fn, op, rank);
+      }
+      const DataType dtype = static_cast<DataType>(c.datatype);
+      if (user->dtype != dtype) {
+        return fail(Result::kInvalidArgument, "%s: reduction operator %d was created for %s but the datatype is %s",
+                    c.fn, op, mixccl::dataTypeName(user->dtype), mixccl::dataTypeName(dtype));
+      }
     }
   }
   if (needsRoot(c.kind) && (c.root < 0 || c.root >= nranks)) {
@@ -71,8 +86,10 @@ Result validate(const CollCall& c, Communicator* comm) {
     multiplier = static_cast<uint64_t>(nranks);
   }
   if (bytesOverflow(c.count, multiplier, elem)) {
-    return fail(Result::kInvalidArgument, "%s: count %zu of %s overflows the addressable size", c.fn, c.count,
-                mixccl::dataTypeName(static_cast<DataType>(c.datatype)));
+    return fail(Result::kInvalidArgument,
+                "%s: count %zu of %s is larger than any buffer can be (this call's buffers would exceed 2^56 "
+                "bytes on %d ranks)",
+                c.fn, c.count, mixccl::dataTypeName(static_cast<DataType>(c.datatype)), nranks);
   }
   if (c.count == 0) return Result::kSuccess;
   // Which buffers this rank touches.
@@ -201,17 +218,20 @@ MIXCCL_API(ncclResult_t, ncclGroupEnd) {
 
 MIXCCL_API(ncclResult_t, ncclGroupSimulateEnd, ncclSimInfo_t* simInfo) {
   return apiGuard("ncclGroupSimulateEnd", [&]() -> Result {
-    if (simInfo == nullptr) return fail(Result::kInvalidArgument, "ncclGroupSimulateEnd: simInfo is NULL");
-    if (simInfo->magic != 0x74685283u) {
-      return fail(Result::kInvalidArgument,
-                  "ncclGroupSimulateEnd: simInfo magic is wrong: initialise it with "
-                  "NCCL_SIM_INFO_INITIALIZER");
-    }
     if (!mixccl::group::active()) {
       return fail(Result::kInvalidUsage, "ncclGroupSimulateEnd called without a matching ncclGroupStart");
     }
-    double seconds = 0;
-    MIXCCL_TRY(mixccl::group::simulateEnd(&seconds));
+    // As in NCCL: without a simInfo to fill this is ncclGroupEnd.
+    if (simInfo == nullptr) return mixccl::group::end();
+    double seconds = -1;
+    Result r = mixccl::group::simulateEnd(&seconds);
+    if (r != Result::kSuccess || seconds < 0) return r;  // no group, or an inner level closed
+    // Checked once the group is over, as NCCL does: a bad simInfo still ends (and drops) the group.
+    if (simInfo->magic != 0x74685283u) {
+      return fail(Result::kInvalidArgument,
+                  "ncclGroupSimulateEnd: simInfo magic is wrong: initialise it with NCCL_SIM_INFO_INITIALIZER; the "
+                  "group was ended without running its operations");
+    }
     simInfo->estimatedTime = static_cast<float>(seconds * 1e6);  // NCCL reports microseconds
     return Result::kSuccess;
   });

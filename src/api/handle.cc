@@ -4,6 +4,7 @@
 
 #include <climits>
 #include <cstddef>
+#include <cstring>
 #include <mutex>
 #include <unordered_set>
 #include <vector>
@@ -17,6 +18,30 @@ std::unordered_set<ncclComm*>* gLive = new std::unordered_set<ncclComm*>();  // 
 constexpr unsigned kConfigMagic = 0xcafebeef;
 // Oldest config version we read: the first with the size/magic/version header.
 constexpr unsigned kMinConfigVersion = 21400;
+
+// The int fields NCCL range-checks (parseCommConfig), each with its valid range; the unset value
+// NCCL_CONFIG_UNDEF_INT is always valid. mixccl ignores most of them (they tune device kernels),
+// but a value NCCL refuses is refused here too, so a config that works with mixccl works with NCCL.
+// (NCCL also caps nChannelsPerNetPeer at its channel count, a build constant not mirrored here.)
+struct IntField {
+  size_t offset;
+  const char* name;
+  int min;
+  int max;
+};
+constexpr IntField kIntFields[] = {
+    {offsetof(ncclConfig_t, cgaClusterSize), "cgaClusterSize", 0, INT_MAX},
+    {offsetof(ncclConfig_t, minCTAs), "minCTAs", 1, INT_MAX},
+    {offsetof(ncclConfig_t, maxCTAs), "maxCTAs", 1, INT_MAX},
+    {offsetof(ncclConfig_t, splitShare), "splitShare", 0, 1},
+    {offsetof(ncclConfig_t, collnetEnable), "collnetEnable", 0, 1},
+    // NCCL_CTA_POLICY_DEFAULT (0) or a combination of the EFFICIENCY (1) and ZERO (2) flags.
+    {offsetof(ncclConfig_t, CTAPolicy), "CTAPolicy", 0, NCCL_CTA_POLICY_EFFICIENCY | NCCL_CTA_POLICY_ZERO},
+    {offsetof(ncclConfig_t, shrinkShare), "shrinkShare", 0, 1},
+    {offsetof(ncclConfig_t, nvlsCTAs), "nvlsCTAs", 1, INT_MAX},
+    {offsetof(ncclConfig_t, nChannelsPerNetPeer), "nChannelsPerNetPeer", 1, INT_MAX},
+    {offsetof(ncclConfig_t, nvlinkCentricSched), "nvlinkCentricSched", 0, 1},
+};
 
 }  // namespace
 
@@ -127,6 +152,29 @@ Result parseConfig(const char* fn, const ncclConfig_t* config, CommOptions* out)
       return fail(Result::kInvalidArgument, "%s: config blocking must be 0 or 1, got %d", fn, b);
     }
     out->blocking = b != 0;
+  }
+  int present[sizeof(kIntFields) / sizeof(kIntFields[0])];
+  for (size_t i = 0; i < sizeof(kIntFields) / sizeof(kIntFields[0]); ++i) {
+    const IntField& f = kIntFields[i];
+    present[i] = NCCL_CONFIG_UNDEF_INT;
+    if (!has(f.offset, sizeof(int))) continue;
+    memcpy(&present[i], reinterpret_cast<const char*>(config) + f.offset, sizeof(int));
+    const int v = present[i];
+    if (v != NCCL_CONFIG_UNDEF_INT && (v < f.min || v > f.max)) {
+      if (f.max == INT_MAX) {
+        return fail(Result::kInvalidArgument, "%s: config %s must be at least %d (or NCCL_CONFIG_UNDEF_INT), got %d",
+                    fn, f.name, f.min, v);
+      }
+      return fail(Result::kInvalidArgument, "%s: config %s must be in [%d, %d] (or NCCL_CONFIG_UNDEF_INT), got %d", fn,
+                  f.name, f.min, f.max, v);
+    }
+  }
+  static_assert(kIntFields[1].offset == offsetof(ncclConfig_t, minCTAs) &&
+                    kIntFields[2].offset == offsetof(ncclConfig_t, maxCTAs),
+                "minCTAs and maxCTAs are entries 1 and 2 of kIntFields");
+  const int minCTAs = present[1], maxCTAs = present[2];
+  if (minCTAs != NCCL_CONFIG_UNDEF_INT && maxCTAs != NCCL_CONFIG_UNDEF_INT && minCTAs > maxCTAs) {
+    return fail(Result::kInvalidArgument, "%s: config minCTAs %d is larger than maxCTAs %d", fn, minCTAs, maxCTAs);
   }
   if (has(offsetof(ncclConfig_t, commName), sizeof(const char*)) && config->commName != nullptr) {
     out->name = config->commName;

@@ -38,7 +38,7 @@ Result checkRanks(const char* fn, int nranks, int rank) {
 // Creates the handle and runs init: inline when blocking outside a group, otherwise in a thread
 // (non-blocking comms are polled with ncclCommGetAsyncError; grouped inits are joined by
 // ncclGroupEnd). Grouped blocking inits must not run inline: one thread may init several ranks.
-Result startInit(std::unique_ptr<Communicator> comm, const UniqueIdData& id, ncclComm_t* out) {
+Result startInit(const char* fn, std::unique_ptr<Communicator> comm, const UniqueIdData& id, ncclComm_t* out) {
   const bool blocking = comm->options().blocking;
   const bool grouped = mixccl::group::active();
   Communicator* c = comm.get();
@@ -48,7 +48,7 @@ Result startInit(std::unique_ptr<Communicator> comm, const UniqueIdData& id, ncc
     if (r != Result::kSuccess) {
       mixccl::api::releaseComm(handle);
       *out = nullptr;
-      return r;
+      return fail(r, "%s: %s", fn, mixccl::lastError().c_str());
     }
     *out = handle;
     return Result::kSuccess;
@@ -67,8 +67,9 @@ Result initRank(const char* fn, ncclComm_t* comm, int nranks, const ncclUniqueId
   CommOptions options;
   MIXCCL_TRY(mixccl::api::parseConfig(fn, config, &options));
   UniqueIdData id;
-  MIXCCL_TRY(UniqueIdData::decode(reinterpret_cast<const uint8_t*>(commId.internal), &id));
-  return startInit(Communicator::makeUninitialised(nranks, rank, options), id, comm);
+  Result decoded = UniqueIdData::decode(reinterpret_cast<const uint8_t*>(commId.internal), &id);
+  if (decoded != Result::kSuccess) return fail(decoded, "%s: %s", fn, mixccl::lastError().c_str());
+  return startInit(fn, Communicator::makeUninitialised(nranks, rank, options), id, comm);
 }
 
 }  // namespace
@@ -122,6 +123,12 @@ MIXCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int
     const char* fn = "ncclCommInitAll";
     MIXCCL_TRY(checkOut(fn, comms, "comms"));
     if (ndev < 1) return fail(Result::kInvalidArgument, "%s: ndev is %d; it must be at least 1", fn, ndev);
+    // Device numbers only label the ranks of a host-memory communicator, but a negative one is
+    // refused as NCCL refuses it, before any rank starts.
+    for (int r = 0; devlist != nullptr && r < ndev; ++r) {
+      if (devlist[r] < 0)
+        return fail(Result::kInvalidArgument, "%s: devlist[%d] is %d, not a device", fn, r, devlist[r]);
+    }
     UniqueIdData id;
     MIXCCL_TRY(mixccl::createUniqueId(&id, /*honourCommIdEnv=*/false));
     std::vector<std::unique_ptr<Communicator>> made(ndev);
@@ -188,9 +195,12 @@ MIXCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList,
     if (shrinkFlags != NCCL_SHRINK_DEFAULT && shrinkFlags != NCCL_SHRINK_ABORT) {
       return fail(Result::kInvalidArgument, "%s: unknown shrinkFlags 0x%x", fn, shrinkFlags);
     }
-    if (excludeRanksCount < 0 || excludeRanksCount >= parent->nranks() ||
-        (excludeRanksCount > 0 && excludeRanksList == nullptr)) {
-      return fail(Result::kInvalidArgument, "%s: excludeRanksCount %d is invalid for %d ranks (or the list is NULL)",
+    if (excludeRanksList == nullptr) return fail(Result::kInvalidArgument, "%s: excludeRanksList is NULL", fn);
+    // As in NCCL, at least one rank is excluded; excluding all would leave no communicator.
+    if (excludeRanksCount <= 0 || excludeRanksCount >= parent->nranks()) {
+      return fail(Result::kInvalidArgument,
+                  "%s: excludeRanksCount %d is invalid for %d ranks: exclude at least one rank "
+                  "and not all of them",
                   fn, excludeRanksCount, parent->nranks());
     }
     for (int i = 0; i < excludeRanksCount; ++i) {
@@ -198,12 +208,18 @@ MIXCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList,
         return fail(Result::kInvalidArgument, "%s: excluded rank %d is out of range [0, %d)", fn, excludeRanksList[i],
                     parent->nranks());
       }
+      if (excludeRanksList[i] == parent->rank()) {
+        return fail(Result::kInvalidArgument,
+                    "%s: rank %d is in its own exclude list; excluded ranks must not call ncclCommShrink", fn,
+                    parent->rank());
+      }
     }
-    // Host operations complete before their call returns, so NCCL_SHRINK_ABORT has nothing in
-    // flight to cancel; revoking marks the parent unusable for new operations either way.
-    if (shrinkFlags == NCCL_SHRINK_ABORT) parent->revoke();
     CommOptions options = parent->options();
     if (config != nullptr) MIXCCL_TRY(mixccl::api::parseConfig(fn, config, &options));
+    // Host operations complete before their call returns, so NCCL_SHRINK_ABORT has nothing in
+    // flight to cancel; revoking marks the parent unusable for new operations either way. Only
+    // after every argument was accepted: a refused call leaves the parent as it was.
+    if (shrinkFlags == NCCL_SHRINK_ABORT) parent->revoke();
     std::unique_ptr<Communicator> child;
     MIXCCL_TRY(mixccl::shrinkCommunicator(parent, excludeRanksList, excludeRanksCount, options, &child));
     *newcomm = mixccl::api::registerComm(std::move(child));
@@ -213,9 +229,15 @@ MIXCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList,
 
 MIXCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
   return apiGuard("ncclCommFinalize", [&]() -> Result {
+    if (comm == nullptr) return Result::kSuccess;  // as in NCCL: nothing to finalize
     Communicator* c = nullptr;
     MIXCCL_TRY(mixccl::api::lookupComm("ncclCommFinalize", comm, &c));
     if (c->initThread().joinable()) c->initThread().join();
+    if (c->state() == mixccl::CommState::kFinalized) {
+      // NCCL refuses a second finalize as an invalid argument.
+      return fail(Result::kInvalidArgument,
+                  "ncclCommFinalize: communicator of rank %d was finalized already; destroy it", c->rank());
+    }
     // Host operations are complete when their call returns: nothing is left to flush.
     if (c->state() == mixccl::CommState::kReady) c->finalize();
     return Result::kSuccess;
@@ -224,6 +246,7 @@ MIXCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
 
 MIXCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
   return apiGuard("ncclCommDestroy", [&]() -> Result {
+    if (comm == nullptr) return Result::kSuccess;  // NCCL accepts destroying a NULL communicator
     Communicator* c = nullptr;
     MIXCCL_TRY(mixccl::api::takeComm("ncclCommDestroy", comm, &c));
     mixccl::group::forget(c);
@@ -248,11 +271,20 @@ MIXCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
 
 MIXCCL_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags) {
   return apiGuard("ncclCommRevoke", [&]() -> Result {
+    if (comm == nullptr) return Result::kSuccess;  // as in NCCL: nothing to revoke
     Communicator* c = nullptr;
     MIXCCL_TRY(mixccl::api::lookupComm("ncclCommRevoke", comm, &c));
     if (revokeFlags != NCCL_REVOKE_DEFAULT) {
       return fail(Result::kInvalidArgument, "ncclCommRevoke: revokeFlags must be NCCL_REVOKE_DEFAULT (0), got %d",
                   revokeFlags);
+    }
+    // NCCL refuses to revoke a finalized or already revoked communicator as an invalid argument.
+    if (c->state() == mixccl::CommState::kFinalized) {
+      return fail(Result::kInvalidArgument, "ncclCommRevoke: communicator of rank %d was finalized; destroy it",
+                  c->rank());
+    }
+    if (c->revoked()) {
+      return fail(Result::kInvalidArgument, "ncclCommRevoke: communicator of rank %d was revoked already", c->rank());
     }
     c->revoke();
     return Result::kSuccess;

@@ -32,15 +32,23 @@ mixccl::DeviceBackend& processBackend() {
   return *backend;
 }
 
+// Pointers ncclMemAlloc handed out and ncclMemFree has not taken back. NCCL passes any other
+// pointer to the device runtime, which refuses it; free() would abort the process instead.
+// Never destroyed: an application may still call ncclMemFree from an atexit handler.
+std::mutex gAllocMutex;
+std::unordered_set<void*>* gAllocations = new std::unordered_set<void*>();
+
 // Live registrations, so a bad or double deregistration is an error rather than a crash.
 std::mutex gRegMutex;
 std::unordered_set<ncclWindow_vidmem*> gRegistrations;
 
-Result makeRegistration(const char* fn, ncclComm_t comm, void* buff, size_t size, ncclWindow_vidmem** out) {
+// `outName` / `handleName` are the parameter names of the calling entry point, for messages.
+Result makeRegistration(const char* fn, const char* outName, ncclComm_t comm, void* buff, size_t size,
+                        ncclWindow_vidmem** out) {
   Communicator* c = nullptr;
   MIXCCL_TRY(mixccl::api::lookupComm(fn, comm, &c));
-  if (out == nullptr) return fail(Result::kInvalidArgument, "%s: output handle pointer is NULL", fn);
-  if (buff == nullptr && size > 0) return fail(Result::kInvalidArgument, "%s: buffer is NULL with size %zu", fn, size);
+  if (out == nullptr) return fail(Result::kInvalidArgument, "%s: %s (output pointer) is NULL", fn, outName);
+  if (buff == nullptr && size > 0) return fail(Result::kInvalidArgument, "%s: buff is NULL with size %zu", fn, size);
   // Host buffers need no pinning for the shm and TCP transports: the registration records the
   // range so later transports (RDMA) can register it with the NIC.
   auto* reg = new ncclWindow_vidmem{comm, buff, size};
@@ -50,13 +58,14 @@ Result makeRegistration(const char* fn, ncclComm_t comm, void* buff, size_t size
   return Result::kSuccess;
 }
 
-Result dropRegistration(const char* fn, ncclComm_t comm, void* handle) {
+Result dropRegistration(const char* fn, const char* handleName, ncclComm_t comm, void* handle) {
   Communicator* c = nullptr;
   MIXCCL_TRY(mixccl::api::lookupComm(fn, comm, &c));
   auto* reg = static_cast<ncclWindow_vidmem*>(handle);
   std::lock_guard<std::mutex> lock(gRegMutex);
   if (reg == nullptr || gRegistrations.count(reg) == 0 || reg->comm != comm) {
-    return fail(Result::kInvalidArgument, "%s: handle %p is not a live registration of this communicator", fn, handle);
+    return fail(Result::kInvalidArgument, "%s: %s %p is not a live registration of this communicator", fn, handleName,
+                handle);
   }
   gRegistrations.erase(reg);
   delete reg;
@@ -70,13 +79,35 @@ MIXCCL_API(ncclResult_t, ncclMemAlloc, void** ptr, size_t size) {
     if (ptr == nullptr) return fail(Result::kInvalidArgument, "ncclMemAlloc: ptr is NULL");
     *ptr = nullptr;
     if (size == 0) return Result::kSuccess;
-    return processBackend().alloc(size, ptr);
+    Result r = processBackend().alloc(size, ptr);
+    if (r != Result::kSuccess) {
+      *ptr = nullptr;
+      return fail(r, "ncclMemAlloc: %s", mixccl::lastError().c_str());
+    }
+    try {
+      std::lock_guard<std::mutex> lock(gAllocMutex);
+      gAllocations->insert(*ptr);
+    } catch (...) {
+      (void)processBackend().free(*ptr);
+      *ptr = nullptr;
+      throw;  // apiGuard reports it
+    }
+    return Result::kSuccess;
   });
 }
 
 MIXCCL_API(ncclResult_t, ncclMemFree, void* ptr) {
   return apiGuard("ncclMemFree", [&]() -> Result {
     if (ptr == nullptr) return Result::kSuccess;
+    {
+      std::lock_guard<std::mutex> lock(gAllocMutex);
+      if (gAllocations->erase(ptr) == 0) {
+        return fail(Result::kInvalidArgument,
+                    "ncclMemFree: ptr %p was not returned by ncclMemAlloc, or was freed already; free other memory "
+                    "the way it was allocated",
+                    ptr);
+      }
+    }
     return processBackend().free(ptr);
   });
 }
@@ -84,14 +115,14 @@ MIXCCL_API(ncclResult_t, ncclMemFree, void* ptr) {
 MIXCCL_API(ncclResult_t, ncclCommRegister, const ncclComm_t comm, void* buff, size_t size, void** handle) {
   return apiGuard("ncclCommRegister", [&]() -> Result {
     ncclWindow_vidmem* reg = nullptr;
-    MIXCCL_TRY(makeRegistration("ncclCommRegister", comm, buff, size, handle == nullptr ? nullptr : &reg));
+    MIXCCL_TRY(makeRegistration("ncclCommRegister", "handle", comm, buff, size, handle == nullptr ? nullptr : &reg));
     *handle = reg;
     return Result::kSuccess;
   });
 }
 
 MIXCCL_API(ncclResult_t, ncclCommDeregister, const ncclComm_t comm, void* handle) {
-  return apiGuard("ncclCommDeregister", [&] { return dropRegistration("ncclCommDeregister", comm, handle); });
+  return apiGuard("ncclCommDeregister", [&] { return dropRegistration("ncclCommDeregister", "handle", comm, handle); });
 }
 
 MIXCCL_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
@@ -100,12 +131,13 @@ MIXCCL_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, si
     if (winFlags != NCCL_WIN_DEFAULT && winFlags != NCCL_WIN_COLL_SYMMETRIC) {
       return fail(Result::kInvalidArgument, "ncclCommWindowRegister: unknown winFlags 0x%x", winFlags);
     }
-    return makeRegistration("ncclCommWindowRegister", comm, buff, size, win);
+    return makeRegistration("ncclCommWindowRegister", "win", comm, buff, size, win);
   });
 }
 
 MIXCCL_API(ncclResult_t, ncclCommWindowDeregister, ncclComm_t comm, ncclWindow_t win) {
-  return apiGuard("ncclCommWindowDeregister", [&] { return dropRegistration("ncclCommWindowDeregister", comm, win); });
+  return apiGuard("ncclCommWindowDeregister",
+                  [&] { return dropRegistration("ncclCommWindowDeregister", "win", comm, win); });
 }
 
 MIXCCL_API(ncclResult_t, ncclRedOpCreatePreMulSum, ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
@@ -132,12 +164,16 @@ MIXCCL_API(ncclResult_t, ncclRedOpCreatePreMulSum, ncclRedOp_t* op, void* scalar
 
 MIXCCL_API(ncclResult_t, ncclRedOpDestroy, ncclRedOp_t op, ncclComm_t comm) {
   return apiGuard("ncclRedOpDestroy", [&]() -> Result {
-    Communicator* c = nullptr;
-    MIXCCL_TRY(mixccl::api::lookupComm("ncclRedOpDestroy", comm, &c));
+    // The operator is checked first, as NCCL does.
+    if (static_cast<int>(op) < 0) {
+      return fail(Result::kInvalidArgument, "ncclRedOpDestroy: invalid reduction operator %d", static_cast<int>(op));
+    }
     if (static_cast<int>(op) < mixccl::kNumBuiltinOps) {
       return fail(Result::kInvalidArgument, "ncclRedOpDestroy: operator %d is built-in and cannot be destroyed",
                   static_cast<int>(op));
     }
+    Communicator* c = nullptr;
+    MIXCCL_TRY(mixccl::api::lookupComm("ncclRedOpDestroy", comm, &c));
     return c->destroyRedOp(static_cast<int>(op));
   });
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <string>
 #include <thread>
 #include <tuple>
 
@@ -24,6 +25,7 @@ struct GroupState {
   std::vector<std::thread> tasks;
   std::vector<std::unique_ptr<Result>> taskResults;
   Result firstError = Result::kSuccess;  // an error of a call inside the group, reported at end()
+  std::string firstMessage;              // and its message
 };
 
 thread_local GroupState tGroup;
@@ -62,6 +64,37 @@ Result runOps(std::vector<std::unique_ptr<Op>>& ops) {
   return r;
 }
 
+// Completes the outermost group: joins the inits and tasks it started, then runs its operations
+// if `run` and no call inside the group failed. As in NCCL, one failed call abandons the group's
+// operations: running the others would leave this rank's sequence out of step with its peers'.
+Result finish(const char* fn, bool run) {
+  std::vector<Communicator*> inits = std::move(tGroup.inits);
+  std::vector<std::thread> tasks = std::move(tGroup.tasks);
+  std::vector<std::unique_ptr<Result>> taskResults = std::move(tGroup.taskResults);
+  std::vector<std::unique_ptr<Op>> ops = std::move(tGroup.ops);
+  const Result first = tGroup.firstError;
+  const std::string firstMessage = std::move(tGroup.firstMessage);
+  tGroup = GroupState{};
+  Result r = Result::kSuccess;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    tasks[i].join();
+    if (*taskResults[i] != Result::kSuccess && r == Result::kSuccess) r = *taskResults[i];
+  }
+  for (Communicator* c : inits) {
+    if (c->initThread().joinable()) c->initThread().join();
+    if (c->options().blocking && c->asyncError() != Result::kSuccess && r == Result::kSuccess) r = c->asyncError();
+  }
+  if (first != Result::kSuccess) {
+    return fail(first, "%s: a call inside the group failed, so none of its %zu operation(s) ran: %s", fn, ops.size(),
+                firstMessage.c_str());
+  }
+  if (run && !ops.empty()) {
+    Result done = runOps(ops);
+    if (r == Result::kSuccess) r = done;
+  }
+  return r;
+}
+
 }  // namespace
 
 bool active() { return tGroup.depth > 0; }
@@ -76,36 +109,20 @@ Result end() {
     return fail(Result::kInvalidUsage, "ncclGroupEnd called without a matching ncclGroupStart");
   }
   if (--tGroup.depth > 0) return Result::kSuccess;
-  std::vector<Communicator*> inits = std::move(tGroup.inits);
-  std::vector<std::thread> tasks = std::move(tGroup.tasks);
-  std::vector<std::unique_ptr<Result>> taskResults = std::move(tGroup.taskResults);
-  std::vector<std::unique_ptr<Op>> ops = std::move(tGroup.ops);
-  Result first = tGroup.firstError;
-  tGroup = GroupState{};
-  Result r = Result::kSuccess;
-  for (size_t i = 0; i < tasks.size(); ++i) {
-    tasks[i].join();
-    if (*taskResults[i] != Result::kSuccess && r == Result::kSuccess) r = *taskResults[i];
-  }
-  for (Communicator* c : inits) {
-    if (c->initThread().joinable()) c->initThread().join();
-    if (c->options().blocking && c->asyncError() != Result::kSuccess && r == Result::kSuccess) r = c->asyncError();
-  }
-  if (!ops.empty()) {
-    Result run = runOps(ops);
-    if (r == Result::kSuccess) r = run;
-  }
-  return first != Result::kSuccess ? first : r;
+  return finish("ncclGroupEnd", /*run=*/true);
 }
 
 Result simulateEnd(double* estimatedSeconds) {
+  *estimatedSeconds = -1;
+  if (tGroup.depth == 0) {
+    return fail(Result::kInvalidUsage, "ncclGroupSimulateEnd called without a matching ncclGroupStart");
+  }
+  if (--tGroup.depth > 0) return Result::kSuccess;
   double bytes = 0;
   for (auto& op : tGroup.ops) bytes += static_cast<double>(op->count) * dataTypeSize(op->dtype);
   // A coarse model (latency + bandwidth of shared memory); the tuner will replace it.
   *estimatedSeconds = tGroup.ops.empty() ? 0.0 : 10e-6 * tGroup.ops.size() + bytes / 5e9;
-  tGroup.ops.clear();
-  if (tGroup.depth > 0) --tGroup.depth;
-  return Result::kSuccess;
+  return finish("ncclGroupSimulateEnd", /*run=*/false);
 }
 
 Result submit(std::unique_ptr<Op> op) {
@@ -121,7 +138,10 @@ Result submit(std::unique_ptr<Op> op) {
 }
 
 Result noteError(Result r) {
-  if (tGroup.depth > 0 && tGroup.firstError == Result::kSuccess) tGroup.firstError = r;
+  if (tGroup.depth > 0 && tGroup.firstError == Result::kSuccess) {
+    tGroup.firstError = r;
+    tGroup.firstMessage = lastError();
+  }
   return r;
 }
 

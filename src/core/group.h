@@ -22,9 +22,13 @@ class Communicator;
 namespace group {
 
 Result start();
+// Closes one level; the outermost end completes the group. If a call inside the group failed,
+// none of its operations run (as in NCCL) and that call's error is returned.
 Result end();
-// Drops the group's queued work without running it (ncclGroupSimulateEnd); reports the bytes
-// the queued operations would move, for the estimate.
+// Ends the group as end() does but drops its queued operations instead of running them
+// (ncclGroupSimulateEnd), after estimating how long they would take. Communicator inits and splits
+// started in the group still complete. Only the outermost end acts: an inner one just closes its
+// level and leaves *estimatedSeconds negative.
 Result simulateEnd(double* estimatedSeconds);
 bool active();
 
