@@ -47,7 +47,9 @@ class WireReader {
     if (pos_ + field > len_) return {};
     const char* s = reinterpret_cast<const char*>(in_ + pos_);
     pos_ += field;
-    return std::string(s, strnlen(s, field));
+    // The writer always leaves the field's last byte as the terminator; ignoring it here keeps
+    // decode(encode(x)) == x for every string a reader can return.
+    return std::string(s, strnlen(s, field - 1));
   }
 
  private:

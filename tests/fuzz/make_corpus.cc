@@ -135,6 +135,9 @@ void bootstrapWire() {
   p.blobs[kTransportShm].assign(Transport::kMaxBlobBytes, 0x5a);
   p.encode(pb.data());
   put(t, "peer_info_full", with(4, pb));
+  // A host field without a terminator: decoded, it must re-encode to the same name.
+  memset(pb.data() + 32, 'h', PeerInfo::kHostBytes);
+  put(t, "peer_info_host_unterminated", with(4, pb));
   Bytes tb(2 * SocketAddress::kWireBytes);
   v4("10.0.0.1", 1).encode(tb.data());
   v6("2001:db8::2", 65535).encode(tb.data() + SocketAddress::kWireBytes);
