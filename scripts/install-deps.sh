@@ -9,6 +9,7 @@ packages=(
   libgtest-dev libgmock-dev googletest
   libibverbs-dev librdmacm-dev
   binutils procps iproute2 clang-format
+  clang libclang-rt-14-dev
   libcli11-dev nlohmann-json3-dev openmpi-bin python3 gnuplot-nox
 )
 source "$(dirname "$0")/apt-install.sh"

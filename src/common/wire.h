@@ -19,7 +19,7 @@ class WireWriter {
   void u64(uint64_t v) { put(v, 8); }
   void bytes(const void* data, size_t n, size_t field) {
     if (pos_ + field > cap_ || n > field) return;
-    memcpy(out_ + pos_, data, n);
+    if (n > 0) memcpy(out_ + pos_, data, n);  // an empty vector's data() may be null: UB for memcpy
     pos_ += field;
   }
   void fixedString(const std::string& s, size_t field) {
@@ -47,7 +47,9 @@ class WireReader {
     if (pos_ + field > len_) return {};
     const char* s = reinterpret_cast<const char*>(in_ + pos_);
     pos_ += field;
-    return std::string(s, strnlen(s, field));
+    // The writer always leaves the field's last byte as the terminator; ignoring it here keeps
+    // decode(encode(x)) == x for every string a reader can return.
+    return std::string(s, strnlen(s, field - 1));
   }
 
  private:

@@ -180,15 +180,7 @@ struct Bootstrap::Impl {
   bool acceptHello(InConn* c) {
     bool addressOk = false;
     Hello h = Hello::decode(c->head, &addressOk);
-    const char* problem = nullptr;
-    if (h.magic != kHelloMagic || h.version != kProtocolVersion) {
-      problem = "is not a mixccl bootstrap hello of this protocol version";
-    } else if (h.commHash != id.commHash || !sameSecret(h.secret, id.secret)) {
-      problem = "presents another unique id (a stale or foreign job?)";
-    } else if (h.kind != HelloKind::kPeer || h.nranks != static_cast<uint32_t>(nranks) ||
-               h.rank >= static_cast<uint32_t>(nranks) || static_cast<int>(h.rank) == rank) {
-      problem = "claims an impossible rank or nranks";
-    }
+    const char* problem = checkPeerHello(h, id.commHash, id.secret, rank, nranks);
     if (problem != nullptr) {
       MIXCCL_WARN("rank %d: bootstrap connection from %s %s; closed", rank, c->from.toString().c_str(), problem);
       return false;
@@ -202,7 +194,7 @@ struct Bootstrap::Impl {
 
   bool acceptHeader(InConn* c) {
     c->frame = FrameHeader::decode(c->head);
-    if (c->frame.magic != kFrameMagic || c->frame.length > kMaxFrameBytes) {
+    if (!frameHeaderOk(c->frame)) {
       peerGone[c->peer] = "sent a corrupt frame header";
       MIXCCL_WARN("rank %d: %s %s (magic 0x%08x, length %llu); closed", rank, peerName(c->peer).c_str(),
                   peerGone[c->peer].c_str(), c->frame.magic, static_cast<unsigned long long>(c->frame.length));

@@ -185,43 +185,36 @@ class Root {
     bool addressOk = false;
     Hello h = Hello::decode(c->hello, &addressOk);
     const std::string from = c->from.toString();
-    if (h.magic != kHelloMagic || h.version != kProtocolVersion) {
-      MIXCCL_WARN(
-          "bootstrap root %s: connection from %s is not a mixccl protocol-%u hello (magic 0x%08x version %u); "
-          "closed",
-          addr_.toString().c_str(), from.c_str(), kProtocolVersion, h.magic, h.version);
-      return;
-    }
-    if (h.commHash != commHash_ || !sameSecret(h.secret, secret_)) {
-      MIXCCL_WARN(
-          "bootstrap root %s: connection from %s presents another unique id (commHash 0x%016llx); closed. "
-          "Is a process from an earlier or other job using this address?",
-          addr_.toString().c_str(), from.c_str(), static_cast<unsigned long long>(h.commHash));
-      return;
-    }
-    if (h.kind != HelloKind::kRegister || !addressOk) {
-      MIXCCL_WARN("bootstrap root %s: connection from %s sent a malformed registration; closed",
-                  addr_.toString().c_str(), from.c_str());
-      return;
-    }
-    char why[512] = {};
-    if (h.nranks == 0 || h.nranks > kMaxRanks) {
-      snprintf(why, sizeof(why), "nranks %u is out of range (1..%u)", h.nranks, kMaxRanks);
-    } else if (nranks_ != 0 && h.nranks != nranks_) {
-      snprintf(why, sizeof(why),
-               "rank %u says nranks is %u but earlier ranks said %u; pass the same nranks on every rank", h.rank,
-               h.nranks, nranks_);
-    } else if (h.rank >= h.nranks) {
-      snprintf(why, sizeof(why), "rank %u is out of range for nranks %u", h.rank, h.nranks);
-    } else if (nranks_ != 0 && registered_[h.rank]) {
-      snprintf(why, sizeof(why),
-               "rank %u registered twice (first from %s, again from %s); give each process its own rank", h.rank,
-               registered_[h.rank]->from.toString().c_str(), from.c_str());
-    }
-    if (why[0] != '\0') {
-      MIXCCL_WARN("bootstrap root %s: rejecting %s: %s", addr_.toString().c_str(), from.c_str(), why);
-      sendError(c.get(), Result::kInvalidUsage, why);
-      return;
+    std::string first;
+    auto takenBy = [&](uint32_t rank) -> const char* {
+      if (!registered_[rank]) return nullptr;
+      first = registered_[rank]->from.toString();
+      return first.c_str();
+    };
+    const RegistrationCheck check = checkRegistration(h, addressOk, commHash_, secret_, nranks_, takenBy, from.c_str());
+    switch (check.verdict) {
+      case RegistrationCheck::Verdict::kNotHello:
+        MIXCCL_WARN(
+            "bootstrap root %s: connection from %s is not a mixccl protocol-%u hello (magic 0x%08x version %u); "
+            "closed",
+            addr_.toString().c_str(), from.c_str(), kProtocolVersion, h.magic, h.version);
+        return;
+      case RegistrationCheck::Verdict::kForeignJob:
+        MIXCCL_WARN(
+            "bootstrap root %s: connection from %s presents another unique id (commHash 0x%016llx); closed. "
+            "Is a process from an earlier or other job using this address?",
+            addr_.toString().c_str(), from.c_str(), static_cast<unsigned long long>(h.commHash));
+        return;
+      case RegistrationCheck::Verdict::kMalformed:
+        MIXCCL_WARN("bootstrap root %s: connection from %s sent a malformed registration; closed",
+                    addr_.toString().c_str(), from.c_str());
+        return;
+      case RegistrationCheck::Verdict::kReject:
+        MIXCCL_WARN("bootstrap root %s: rejecting %s: %s", addr_.toString().c_str(), from.c_str(), check.why);
+        sendError(c.get(), Result::kInvalidUsage, check.why);
+        return;
+      case RegistrationCheck::Verdict::kAccept:
+        break;
     }
     if (nranks_ == 0) {
       nranks_ = h.nranks;

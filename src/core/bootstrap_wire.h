@@ -8,6 +8,7 @@
 // 20-byte SocketAddress encoding.
 
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -135,6 +136,69 @@ inline bool sameSecret(const uint8_t a[16], const uint8_t b[16]) {
   uint8_t diff = 0;
   for (int i = 0; i < 16; ++i) diff |= static_cast<uint8_t>(a[i] ^ b[i]);
   return diff == 0;
+}
+
+// The checks a receiver applies to what it was sent, as pure functions (no sockets, no logging)
+// so that bootstrap.cc, bootstrap_root.cc and the fuzz targets in tests/fuzz/ share one copy.
+
+// A rank's verdict on the hello of an incoming peer connection: nullptr when it may be trusted
+// as rank h.rank of this job, else why not (the caller closes the connection).
+inline const char* checkPeerHello(const Hello& h, uint64_t commHash, const uint8_t secret[16], int rank, int nranks) {
+  if (h.magic != kHelloMagic || h.version != kProtocolVersion) {
+    return "is not a mixccl bootstrap hello of this protocol version";
+  }
+  if (h.commHash != commHash || !sameSecret(h.secret, secret)) {
+    return "presents another unique id (a stale or foreign job?)";
+  }
+  if (h.kind != HelloKind::kPeer || h.nranks != static_cast<uint32_t>(nranks) ||
+      h.rank >= static_cast<uint32_t>(nranks) || static_cast<int>(h.rank) == rank) {
+    return "claims an impossible rank or nranks";
+  }
+  return nullptr;
+}
+
+// A frame header may be acted on (its length allocated) only if this holds.
+inline bool frameHeaderOk(const FrameHeader& f) { return f.magic == kFrameMagic && f.length <= kMaxFrameBytes; }
+
+// The root's verdict on a complete registration hello. kNotHello, kForeignJob and kMalformed
+// close the connection silently (the sender may not be a rank of this job); kReject answers
+// with `why` first, since the sender proved it belongs to the job but conflicts with it.
+struct RegistrationCheck {
+  enum class Verdict { kAccept, kNotHello, kForeignJob, kMalformed, kReject };
+  Verdict verdict = Verdict::kAccept;
+  char why[512] = {};
+};
+// jobNranks is 0 until the first accepted registration fixes it. takenBy(rank) is only called
+// for rank < jobNranks and says where that slot was registered from, or nullptr while it is free.
+// `from` names the sender in messages.
+template <typename TakenBy>
+RegistrationCheck checkRegistration(const Hello& h, bool addressOk, uint64_t commHash, const uint8_t secret[16],
+                                    uint32_t jobNranks, const TakenBy& takenBy, const char* from) {
+  RegistrationCheck c;
+  using V = RegistrationCheck::Verdict;
+  if (h.magic != kHelloMagic || h.version != kProtocolVersion) {
+    c.verdict = V::kNotHello;
+  } else if (h.commHash != commHash || !sameSecret(h.secret, secret)) {
+    c.verdict = V::kForeignJob;
+  } else if (h.kind != HelloKind::kRegister || !addressOk) {
+    c.verdict = V::kMalformed;
+  } else if (h.nranks == 0 || h.nranks > kMaxRanks) {
+    snprintf(c.why, sizeof(c.why), "nranks %u is out of range (1..%u)", h.nranks, kMaxRanks);
+  } else if (jobNranks != 0 && h.nranks != jobNranks) {
+    snprintf(c.why, sizeof(c.why),
+             "rank %u says nranks is %u but earlier ranks said %u; pass the same nranks on every rank", h.rank,
+             h.nranks, jobNranks);
+  } else if (h.rank >= h.nranks) {
+    snprintf(c.why, sizeof(c.why), "rank %u is out of range for nranks %u", h.rank, h.nranks);
+  } else if (jobNranks != 0) {
+    if (const char* first = takenBy(h.rank); first != nullptr) {
+      snprintf(c.why, sizeof(c.why),
+               "rank %u registered twice (first from %s, again from %s); give each process its own rank", h.rank, first,
+               from);
+    }
+  }
+  if (c.verdict == V::kAccept && c.why[0] != '\0') c.verdict = V::kReject;
+  return c;
 }
 
 // Non-blocking raw I/O without logging (the callers word their own messages): returns 0 (moved

@@ -42,6 +42,10 @@ struct TcpHello {
 void encodeHello(const TcpHello& h, uint8_t out[kTcpHelloBytes]);
 // False (with *why set) when the bytes are not a hello of this protocol version.
 bool decodeHello(const uint8_t in[kTcpHelloBytes], TcpHello* out, const char** why);
+// The receiver's acceptance check of a decoded hello, short of the duplicate-lane check (which
+// needs the hub's state): nullptr when it may come from lane h.lane of rank h.src of this
+// communicator, else why not. Pure, so the fuzz targets (tests/fuzz/) call it too.
+const char* checkHello(const TcpHello& h, const TransportContext& ctx);
 
 class TcpRecvConnection;
 

@@ -74,6 +74,16 @@ bool decodeHello(const uint8_t in[kTcpHelloBytes], TcpHello* out, const char** w
   return true;
 }
 
+const char* checkHello(const TcpHello& h, const TransportContext& ctx) {
+  if (h.commHash != ctx.commHash) return "different communicator (stale or foreign job)";
+  if (memcmp(h.secret, ctx.secret, sizeof(h.secret)) != 0) return "wrong secret";
+  if (h.dst != static_cast<uint32_t>(ctx.rank)) return "addressed to another rank";
+  if (h.src >= static_cast<uint32_t>(ctx.nranks) || h.lane >= static_cast<uint32_t>(kNumLanes)) {
+    return "source rank or lane out of range";
+  }
+  return nullptr;
+}
+
 std::string TcpHub::describe(int rank) const {
   std::string s = "rank " + std::to_string(rank);
   if (rank >= 0 && rank < static_cast<int>(peers.size())) {
@@ -137,14 +147,8 @@ void TcpHub::finishHandshake(Pending* p) {
   const std::string from = p->from.toString();
   if (!decodeHello(p->hello, &h, &why)) {
     // fallthrough to the warning below
-  } else if (h.commHash != ctx.commHash) {
-    why = "different communicator (stale or foreign job)";
-  } else if (memcmp(h.secret, ctx.secret, sizeof(h.secret)) != 0) {
-    why = "wrong secret";
-  } else if (h.dst != static_cast<uint32_t>(ctx.rank)) {
-    why = "addressed to another rank";
-  } else if (h.src >= static_cast<uint32_t>(ctx.nranks) || h.lane >= static_cast<uint32_t>(kNumLanes)) {
-    why = "source rank or lane out of range";
+  } else if ((why = checkHello(h, ctx)) != nullptr) {
+    // fallthrough to the warning below
   } else {
     size_t idx = h.src * kNumLanes + h.lane;
     if (parked[idx].valid() || (receivers[idx] != nullptr && receivers[idx]->attached())) {

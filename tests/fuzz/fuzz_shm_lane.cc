@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+//
+// Fuzz target: the shared-memory transport's ends of a lane (transports/shm/shm_transport.cc)
+// facing a peer that writes anything into the shared segment: a peer's shared memory is
+// untrusted input just like a socket. Two real ShmTransports (ranks 0 and 1 of a job private to
+// this process) are set up once; each input opens a fresh receiving lane (0 -> 1), whose sender
+// the target plays, and a fresh sending lane (0 -> 1, other lane), whose receiver it plays, and
+// runs a program of byte-coded operations against them:
+//   0 hh*8       rogue sender: store head = hh
+//   1 i b*8 s*8  rogue sender: meta[i % depth] = {bytes b, stamp s}
+//   2 i v        rogue sender: fill slot i % depth with byte v
+//   3            receiver: peek      4  receiver: release
+//   5 tt*8       rogue receiver: store tail = tt
+//   6 n v        sender: acquire, fill with v, commit n % (slot+1) bytes (stamp n)
+//   7 f vv*4     rogue receiver: overwrite header field f % 3 (version, slotCount, slotBytes)
+//
+// Invariants, against a model of both ends: the receiver hands out a message only when the
+// rogue head says one is there, never one longer than the slot (a larger meta.bytes is
+// kRemoteError, never a read past the slot), with the meta's stamp and a pointer to the slot the
+// ring index names; release publishes the tail; the sender refuses a segment whose header
+// disagrees, never takes a slot the tail does not free, and publishes meta and head.
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "tests/fuzz/fuzz_check.h"
+#include "transports/shm/shm_segment.h"
+#include "transports/transport.h"
+
+using namespace mixccl;
+
+namespace {
+
+constexpr size_t kSlot = 100;
+constexpr uint32_t kDepth = 3;
+
+struct Job {
+  uint64_t commHash = 0;
+  std::unique_ptr<Transport> rank0, rank1;
+};
+Job* job = nullptr;
+
+bool setUp() {
+  unsetenv("NCCL_SHM_DISABLE");
+  auto* j = new Job();
+  j->commHash = 0x5a5a000000000000ull ^ (static_cast<uint64_t>(getpid()) << 20) ^ static_cast<uint64_t>(time(nullptr));
+  std::vector<TransportPeer> peers(2);
+  for (int r = 0; r < 2; ++r) {
+    TransportContext ctx;
+    ctx.rank = r;
+    ctx.nranks = 2;
+    ctx.commHash = j->commHash;
+    ctx.slotBytes = kSlot;
+    ctx.fifoDepth = kDepth;
+    (r == 0 ? j->rank0 : j->rank1) = makeShmTransport(ctx);
+    std::vector<uint8_t> blob;
+    if ((r == 0 ? j->rank0 : j->rank1)->listen(&blob) != Result::kSuccess) return false;
+    peers[r].rank = r;
+    peers[r].hostHash = 1;
+    peers[r].pid = getpid();
+    peers[r].host = "fuzz";
+  }
+  if (j->rank0->setPeers(peers) != Result::kSuccess || j->rank1->setPeers(peers) != Result::kSuccess) return false;
+  if (j->rank1->canConnect(0) == 0) return false;
+  job = j;
+  return true;
+}
+
+uint64_t u64(const uint8_t* p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
+  return v;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) { return setUp() ? 0 : -1; }
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (job == nullptr) return 0;  // no usable /dev/shm here (the replay reports it as skipped)
+  // Receiving lane: the real receiver creates the segment, the rogue sender maps it.
+  std::unique_ptr<RecvConnection> recv;
+  FUZZ_CHECK(job->rank1->connectRecv(0, kLaneColl, &recv) == Result::kSuccess);
+  ShmMapping rs;
+  FUZZ_CHECK(ShmMapping::open(shmLaneName(job->commHash, 0, 1, kLaneColl), shmTotalBytes(kDepth, kSlot), &rs) ==
+             Result::kSuccess);
+  // Sending lane: the rogue receiver creates the segment, the real sender opens it on acquire.
+  ShmMapping rr;
+  FUZZ_CHECK(ShmMapping::create(shmLaneName(job->commHash, 0, 1, kLaneP2p), kDepth, kSlot, 0, &rr) == Result::kSuccess);
+  std::unique_ptr<SendConnection> send;
+  FUZZ_CHECK(job->rank0->connectSend(1, kLaneP2p, &send) == Result::kSuccess);
+
+  uint64_t rTail = 0, rCachedHead = 0;  // receiver model
+  bool sReady = false;                  // sender model
+  uint64_t sHead = 0, sCachedTail = 0;
+  size_t at = 0;
+  auto need = [&](size_t n) { return at + n <= size; };
+  while (at < size) {
+    const uint8_t op = data[at++] % 8;
+    switch (op) {
+      case 0:
+        if (!need(8)) return 0;
+        rs.head()->store(u64(data + at), std::memory_order_release);
+        at += 8;
+        break;
+      case 1:
+        if (!need(17)) return 0;
+        rs.meta()[data[at] % kDepth] = ShmSlotMeta{u64(data + at + 1), u64(data + at + 9)};
+        at += 17;
+        break;
+      case 2:
+        if (!need(2)) return 0;
+        memset(rs.slot(kDepth, kSlot, data[at] % kDepth), data[at + 1], kSlot);
+        at += 2;
+        break;
+      case 3: {
+        const void* msg = nullptr;
+        size_t bytes = 0;
+        uint64_t stamp = 0;
+        const Result r = recv->peek(&msg, &bytes, &stamp);
+        if (rTail == rCachedHead) rCachedHead = rs.head()->load(std::memory_order_acquire);
+        if (rTail == rCachedHead) {
+          FUZZ_CHECK(r == Result::kInProgress);
+          break;
+        }
+        const uint64_t idx = rTail % kDepth;
+        const ShmSlotMeta m = rs.meta()[idx];
+        if (m.bytes > kSlot) {
+          FUZZ_CHECK(r == Result::kRemoteError);
+          break;
+        }
+        FUZZ_CHECK(r == Result::kSuccess && bytes == m.bytes && stamp == m.stamp);
+        FUZZ_CHECK(memcmp(msg, rs.slot(kDepth, kSlot, idx), bytes) == 0);
+        // Same memory, so a write through one view shows in the other: the pointer is that slot.
+        const uint8_t old = *static_cast<const volatile uint8_t*>(msg);
+        *rs.slot(kDepth, kSlot, idx) = static_cast<uint8_t>(old + 1);
+        FUZZ_CHECK(*static_cast<const volatile uint8_t*>(msg) == static_cast<uint8_t>(old + 1));
+        *rs.slot(kDepth, kSlot, idx) = old;
+        break;
+      }
+      case 4: {
+        const Result r = recv->release();
+        if (rTail == rCachedHead) {
+          FUZZ_CHECK(r == Result::kInternalError);
+          break;
+        }
+        FUZZ_CHECK(r == Result::kSuccess);
+        ++rTail;
+        FUZZ_CHECK(rs.tail()->load(std::memory_order_acquire) == rTail);
+        break;
+      }
+      case 5:
+        if (!need(8)) return 0;
+        rr.tail()->store(u64(data + at), std::memory_order_release);
+        at += 8;
+        break;
+      case 6: {
+        if (!need(2)) return 0;
+        const size_t n = data[at] % (kSlot + 1);
+        const uint8_t v = data[at + 1];
+        at += 2;
+        void* slot = nullptr;
+        const Result r = send->acquire(&slot);
+        if (!sReady) {
+          const ShmHeader* h = rr.header();
+          const bool agrees = h->version == kShmVersion && h->slotCount == kDepth && h->slotBytes == kSlot;
+          if (!agrees) {
+            FUZZ_CHECK(r == Result::kInvalidUsage);
+            break;
+          }
+          sReady = true;
+          sHead = rr.head()->load(std::memory_order_relaxed);
+          sCachedTail = rr.tail()->load(std::memory_order_acquire);
+          FUZZ_CHECK(rr.header()->mapped.load() == 1);
+        }
+        if (sHead - sCachedTail >= kDepth) {
+          sCachedTail = rr.tail()->load(std::memory_order_acquire);
+          if (sHead - sCachedTail >= kDepth) {
+            FUZZ_CHECK(r == Result::kInProgress);
+            break;
+          }
+        }
+        FUZZ_CHECK(r == Result::kSuccess);
+        memset(slot, v, kSlot);  // the whole slot is ours to write
+        uint8_t* mine = rr.slot(kDepth, kSlot, sHead % kDepth);
+        FUZZ_CHECK(mine[0] == v && mine[kSlot - 1] == v);
+        FUZZ_CHECK(send->commit(n, n) == Result::kSuccess);
+        const ShmSlotMeta m = rr.meta()[sHead % kDepth];
+        FUZZ_CHECK(m.bytes == n && m.stamp == n);
+        ++sHead;
+        FUZZ_CHECK(rr.head()->load(std::memory_order_acquire) == sHead);
+        break;
+      }
+      case 7: {
+        if (!need(5)) return 0;
+        const uint32_t v =
+            data[at + 1] | data[at + 2] << 8 | data[at + 3] << 16 | static_cast<uint32_t>(data[at + 4]) << 24;
+        ShmHeader* h = rr.header();
+        switch (data[at] % 3) {
+          case 0:
+            h->version = v;
+            break;
+          case 1:
+            h->slotCount = v;
+            break;
+          default:
+            h->slotBytes = v;
+            break;
+        }
+        at += 5;
+        break;
+      }
+    }
+  }
+  return 0;
+}
