@@ -3,8 +3,9 @@
 # SPDX-FileCopyrightText: 2026 The mixccl authors
 # Builds the libFuzzer targets (tests/fuzz/) with clang into ${FUZZ_BUILD_DIR:-build-fuzz} and
 # runs each for ${FUZZ_SECONDS:-60} s, starting from a temporary copy of its seed corpus (so the
-# repository is never written). Exits non-zero on the first crash, leak, timeout or violated
-# invariant and prints the input that caused it. FUZZ_TARGETS="a b" runs only those targets.
+# repository is never written), FUZZ_JOBS (default: the core count) at a time. Exits non-zero if
+# any target crashed, leaked, timed out or violated an invariant, and prints the input that did
+# it. FUZZ_TARGETS="a b" runs only those targets.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${FUZZ_BUILD_DIR:-build-fuzz}
@@ -24,15 +25,38 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/mixccl-fuzz.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 # The targets' own log lines are noise here; a crash report is what matters.
 unset NCCL_DEBUG NCCL_DEBUG_FILE NCCL_SHM_DISABLE
-failed=()
-for t in "${targets[@]}"; do
+# One target: its log, artifacts and verdict stay in $work/$t.
+run_one() {
+  local t=$1
   mkdir -p "$work/$t/corpus" "$work/$t/artifacts"
   cp -r "tests/fuzz/corpus/$t/." "$work/$t/corpus/" 2>/dev/null || true
-  echo "fuzz: running $t for ${SECONDS_EACH} s"
   # -timeout: an input running over 10 s is a hang; -rss_limit_mb: a bounded-length bug that
   # allocates what a peer asks shows up as an out-of-memory crash.
-  if ! "$BUILD_DIR/tests/fuzz/fuzz_$t" -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 \
+  if "$BUILD_DIR/tests/fuzz/fuzz_$t" -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 \
     -print_final_stats=1 -artifact_prefix="$work/$t/artifacts/" "$work/$t/corpus" >"$work/$t/log" 2>&1; then
+    echo ok >"$work/$t/verdict"
+  else
+    echo failed >"$work/$t/verdict"
+  fi
+}
+
+# Each fuzzer is one process on one core: FUZZ_JOBS (default: the core count) run side by side.
+jobs_max=${FUZZ_JOBS:-$(nproc)}
+running=0
+for t in "${targets[@]}"; do
+  echo "fuzz: running $t for ${SECONDS_EACH} s"
+  run_one "$t" &
+  running=$((running + 1))
+  if [ "$running" -ge "$jobs_max" ]; then
+    wait -n || true
+    running=$((running - 1))
+  fi
+done
+wait
+
+failed=()
+for t in "${targets[@]}"; do
+  if [ "$(cat "$work/$t/verdict" 2>/dev/null)" != ok ]; then
     failed+=("$t")
     tail -n 60 "$work/$t/log"
     keep="${TMPDIR:-/tmp}/mixccl-fuzz-crash-$t-$$"
