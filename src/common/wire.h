@@ -19,7 +19,7 @@ class WireWriter {
   void u64(uint64_t v) { put(v, 8); }
   void bytes(const void* data, size_t n, size_t field) {
     if (pos_ + field > cap_ || n > field) return;
-    memcpy(out_ + pos_, data, n);
+    if (n > 0) memcpy(out_ + pos_, data, n);  // an empty vector's data() may be null: UB for memcpy
     pos_ += field;
   }
   void fixedString(const std::string& s, size_t field) {
