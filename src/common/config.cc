@@ -57,9 +57,12 @@ struct Cache {
   std::array<std::string, std::size(kTable)> strings;
   std::array<int64_t, std::size(kTable)> ints{};
   std::array<bool, std::size(kTable)> isDefault{};
+  // The cache this one replaced (resetForTesting). Kept, and reachable from gCache so leak
+  // checkers do not report it: a racing reader may still hold a reference into it.
+  Cache* replaced = nullptr;
 };
 
-Cache* gCache = new Cache();  // leaked on purpose: knobs are read from destructors at exit
+Cache* gCache = new Cache();  // never freed on purpose: knobs are read from destructors at exit
 std::mutex gResetMutex;
 
 int64_t parseInt(const char* text, const KnobDecl& d, bool* okOut) {
@@ -106,7 +109,9 @@ const char* name(Knob k) { return kTable[static_cast<size_t>(k)].env; }
 
 void resetForTesting() {
   std::lock_guard<std::mutex> lock(gResetMutex);
-  gCache = new Cache();  // the old one may still be referenced by a racing reader; leak it
+  Cache* c = new Cache();
+  c->replaced = gCache;
+  gCache = c;
   log::reinit();
 }
 

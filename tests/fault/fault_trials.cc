@@ -264,30 +264,45 @@ int runJob(const Trial& t, bool verbose) {
   std::string why;
   const bool privateShm = mixccl::testing::enterPrivateDevShm(&why);
   setTrialEnv(t);
-  ncclUniqueId id;
-  if (ncclGetUniqueId(&id) != ncclSuccess) {
-    printf("    ncclGetUniqueId failed: %s\n", ncclGetLastError(nullptr));
-    return 1;
-  }
+  // The ranks are forked before the id exists: ncclGetUniqueId starts the root's thread, and a
+  // child forked beside a running thread can inherit a lock that thread held (ASan found ranks
+  // hung in its allocator). The id follows through a pipe, as a launcher would carry it.
   std::vector<pid_t> pids(t.nranks);
-  std::vector<int> reportFds(t.nranks);
+  std::vector<int> reportFds(t.nranks), idFds(t.nranks);
   int releaseFds[2];
   if (pipe(releaseFds) != 0) return 1;
   for (int r = 0; r < t.nranks; ++r) {
-    int fds[2];
-    if (pipe(fds) != 0) return 1;
+    int fds[2], idPipe[2];
+    if (pipe(fds) != 0 || pipe(idPipe) != 0) return 1;
     pids[r] = fork();
     if (pids[r] == 0) {
       close(fds[0]);
+      close(idPipe[1]);
       close(releaseFds[1]);
+      for (int p = 0; p < r; ++p) close(idFds[p]);
+      ncclUniqueId id;
+      if (!readAll(idPipe[0], &id, sizeof(id))) _exit(1);  // the job has no id: it says why
       Report rep = runRank(t, r, id, releaseFds[0]);
       (void)!write(fds[1], &rep, sizeof(rep));
       _exit(0);
     }
     close(fds[1]);
+    close(idPipe[0]);
     reportFds[r] = fds[0];
+    idFds[r] = idPipe[1];
   }
   close(releaseFds[0]);
+  ncclUniqueId id;
+  const bool haveId = ncclGetUniqueId(&id) == ncclSuccess;
+  if (!haveId) printf("    ncclGetUniqueId failed: %s\n", ncclGetLastError(nullptr));
+  for (int r = 0; r < t.nranks; ++r) {
+    if (haveId && write(idFds[r], &id, sizeof(id)) != static_cast<ssize_t>(sizeof(id))) return 1;
+    close(idFds[r]);
+  }
+  if (!haveId) {
+    for (pid_t p : pids) waitpid(p, nullptr, 0);
+    return 1;
+  }
   int64_t faultNs = 0;
   if (t.scenario == Scenario::kKill) {
     timespec ts{static_cast<time_t>(t.faultDelayNs / 1000000000), static_cast<long>(t.faultDelayNs % 1000000000)};
