@@ -58,6 +58,16 @@ extern "C" {
 #define MIXCCL_DEPRECATED_(msg)
 #endif
 
+/* In C++ the argument enums below get a fixed underlying type, the unsigned int compilers pick for
+ * them anyway (same size, values and signedness as in C), so that any value a C caller passes (a
+ * bad datatype such as -1, say) is one the library can check, not undefined behaviour in the C++
+ * code that receives it. */
+#if defined(__cplusplus) && __cplusplus >= 201103L
+#define MIXCCL_ENUM_INT_ : unsigned
+#else
+#define MIXCCL_ENUM_INT_
+#endif
+
 /* ---- Handles and identifiers ------------------------------------------------------------------ */
 
 /* A communicator: one rank's membership in a group of ranks. Opaque; created by ncclCommInit*. */
@@ -301,7 +311,7 @@ ncclResult_t pncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win);
  * ncclMaxRedOp so that adding it did not change sizeof(ncclRedOp_t). */
 typedef enum { ncclNumOps_dummy = 5 } ncclRedOp_dummy_t;
 
-typedef enum {
+typedef enum MIXCCL_ENUM_INT_ {
   ncclSum = 0,
   ncclProd = 1,
   ncclMax = 2,
@@ -314,7 +324,7 @@ typedef enum {
 } ncclRedOp_t;
 
 /* Element types. The second name of a pair is an older spelling of the same value. */
-typedef enum {
+typedef enum MIXCCL_ENUM_INT_ {
   ncclInt8 = 0,
   ncclChar = 0,
   ncclUint8 = 1,
@@ -336,7 +346,7 @@ typedef enum {
 } ncclDataType_t;
 
 /* Where the scalar given to ncclRedOpCreatePreMulSum lives, and when it is read. */
-typedef enum {
+typedef enum MIXCCL_ENUM_INT_ {
   ncclScalarDevice = 0,       /* in device memory; read while each collective runs */
   ncclScalarHostImmediate = 1 /* in host memory; read once, before the create call returns */
 } ncclScalarResidence_t;
