@@ -5,7 +5,6 @@
 // plus a few edge cases. Run it after a wire format changes and commit the result:
 //   build/tests/fuzz/fuzz_make_corpus tests/fuzz/corpus
 
-#include <arpa/inet.h>
 #include <sys/stat.h>
 
 #include <cstdint>
@@ -44,23 +43,10 @@ void u64(Bytes* b, uint64_t v) {
   for (int i = 0; i < 8; ++i) b->push_back(static_cast<uint8_t>(v >> (8 * i)));
 }
 
-SocketAddress v4(const char* ip, uint16_t port) {
+// "10.1.2.3:40000" or "[fe80::1]:40001", through the parser the library itself uses.
+SocketAddress addr(const char* hostPort) {
   SocketAddress a;
-  auto* s = reinterpret_cast<sockaddr_in*>(&a.storage);
-  s->sin_family = AF_INET;
-  s->sin_port = htons(port);
-  inet_pton(AF_INET, ip, &s->sin_addr);
-  a.length = sizeof(sockaddr_in);
-  return a;
-}
-
-SocketAddress v6(const char* ip, uint16_t port) {
-  SocketAddress a;
-  auto* s = reinterpret_cast<sockaddr_in6*>(&a.storage);
-  s->sin6_family = AF_INET6;
-  s->sin6_port = htons(port);
-  inet_pton(AF_INET6, ip, &s->sin6_addr);
-  a.length = sizeof(sockaddr_in6);
+  FUZZ_CHECK(parseHostPort(hostPort, &a) == Result::kSuccess);
   return a;
 }
 
@@ -85,8 +71,8 @@ Bytes with(uint8_t first, Bytes rest) {
 void bootstrapWire() {
   const char* t = "bootstrap_wire";
   put(t, "hello_peer", with(0, hello(HelloKind::kPeer, 1, 5, {})));
-  put(t, "hello_register_v4", with(0, hello(HelloKind::kRegister, 0, 2, v4("10.1.2.3", 40000))));
-  put(t, "hello_register_v6", with(0, hello(HelloKind::kRegister, 1, 2, v6("fe80::1", 40001))));
+  put(t, "hello_register_v4", with(0, hello(HelloKind::kRegister, 0, 2, addr("10.1.2.3:40000"))));
+  put(t, "hello_register_v6", with(0, hello(HelloKind::kRegister, 1, 2, addr("[fe80::1]:40001"))));
   put(t, "hello_short", with(0, Bytes{0x4d, 0x58, 0x42, 0x48}));
   ReplyHeader rep;
   rep.nranks = 2;
@@ -111,12 +97,12 @@ void bootstrapWire() {
   UniqueIdData id;
   id.commHash = fuzz::kCommHash;
   memcpy(id.secret, fuzz::kSecret, 16);
-  id.root = v4("127.0.0.1", 29500);
+  id.root = addr("127.0.0.1:29500");
   id.flags = UniqueIdData::kRootStartedByRank0;
   Bytes ib(UniqueIdData::kBytes);
   id.encode(ib.data());
   put(t, "unique_id_v4", with(3, ib));
-  id.root = v6("::1", 29500);
+  id.root = addr("[::1]:29500");
   id.encode(ib.data());
   put(t, "unique_id_v6", with(3, ib));
   PeerInfo p;
@@ -127,7 +113,7 @@ void bootstrapWire() {
   p.hostHash = 0x1122334455667788ull;
   p.host = "node-7";
   p.blobs[kTransportTcp].assign(SocketAddress::kWireBytes, 0);
-  v4("10.0.0.7", 41000).encode(p.blobs[kTransportTcp].data());
+  addr("10.0.0.7:41000").encode(p.blobs[kTransportTcp].data());
   Bytes pb(PeerInfo::kWireBytes);
   p.encode(pb.data());
   put(t, "peer_info", with(4, pb));
@@ -139,8 +125,8 @@ void bootstrapWire() {
   memset(pb.data() + 32, 'h', PeerInfo::kHostBytes);
   put(t, "peer_info_host_unterminated", with(4, pb));
   Bytes tb(2 * SocketAddress::kWireBytes);
-  v4("10.0.0.1", 1).encode(tb.data());
-  v6("2001:db8::2", 65535).encode(tb.data() + SocketAddress::kWireBytes);
+  addr("10.0.0.1:1").encode(tb.data());
+  addr("[2001:db8::2]:65535").encode(tb.data() + SocketAddress::kWireBytes);
   put(t, "address_table", with(5, tb));
 }
 
@@ -148,18 +134,18 @@ void bootstrapRoot() {
   const char* t = "bootstrap_root";
   Bytes all;
   for (uint32_t r : {1u, 0u, 2u}) {
-    Bytes rec = with(0, hello(HelloKind::kRegister, r, 3, v4("10.0.0.1", static_cast<uint16_t>(5000 + r))));
+    Bytes rec = with(0, hello(HelloKind::kRegister, r, 3, addr(("10.0.0.1:" + std::to_string(5000 + r)).c_str())));
     all.insert(all.end(), rec.begin(), rec.end());
   }
   put(t, "three_ranks", all);
   Bytes conflicts;
   for (auto [rank, nranks] : {std::pair{0u, 2u}, {0u, 2u}, {1u, 3u}, {2u, 2u}, {1u, 2u}}) {
-    Bytes rec = with(0, hello(HelloKind::kRegister, rank, nranks, v4("10.0.0.2", 6000)));
+    Bytes rec = with(0, hello(HelloKind::kRegister, rank, nranks, addr("10.0.0.2:6000")));
     conflicts.insert(conflicts.end(), rec.begin(), rec.end());
   }
   put(t, "conflicts", conflicts);
-  Bytes closeAndRejoin = with(0, hello(HelloKind::kRegister, 0, 2, v4("10.0.0.3", 7000)));
-  Bytes again = with(4, hello(HelloKind::kRegister, 0, 2, v4("10.0.0.3", 7001)));
+  Bytes closeAndRejoin = with(0, hello(HelloKind::kRegister, 0, 2, addr("10.0.0.3:7000")));
+  Bytes again = with(4, hello(HelloKind::kRegister, 0, 2, addr("10.0.0.3:7001")));
   closeAndRejoin.insert(closeAndRejoin.end(), again.begin(), again.end());
   put(t, "close_and_rejoin", closeAndRejoin);
   put(t, "foreign_and_malformed", with(3, Bytes(Hello::kBytes, 0)));
