@@ -33,6 +33,17 @@ inline bool ok(Result r) { return r == Result::kSuccess; }
 Result fail(Result code, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 Result failV(Result code, const char* fmt, va_list ap);
 
+// While one is alive on a thread, fail() there neither records nor logs at WARN (it logs at
+// INFO): for advisory work whose failure is expected and harmless, such as a probe to a peer
+// that already left (executor.cc). Nests.
+class QuietFailures {
+ public:
+  QuietFailures();
+  ~QuietFailures();
+  QuietFailures(const QuietFailures&) = delete;
+  QuietFailures& operator=(const QuietFailures&) = delete;
+};
+
 // The last message recorded by fail() on this thread ("" when none).
 const std::string& lastError();
 void clearLastError();

@@ -38,6 +38,23 @@ void Stream::noteSend(SendConnection* c) {
   if (std::find(toFlush_.begin(), toFlush_.end(), c) == toFlush_.end()) toFlush_.push_back(c);
 }
 
+void Stream::noteProbe(SendConnection* c) {
+  if (std::find(probeFlush_.begin(), probeFlush_.end(), c) == probeFlush_.end()) probeFlush_.push_back(c);
+}
+
+// Probes still queued (a TCP lane still connecting) leave when they can; one that cannot
+// (its peer left) is dropped: the call never waits for, or fails on, a probe.
+void Stream::flushProbes() {
+  QuietFailures quiet;
+  for (size_t i = 0; i < probeFlush_.size();) {
+    if (probeFlush_[i]->flush() == Result::kInProgress) {
+      ++i;
+    } else {
+      probeFlush_.erase(probeFlush_.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+  }
+}
+
 // One step: take the peer's message (if any) and a send slot (if any), combine, publish. Until
 // both resources are available nothing is consumed, so the step can simply be retried.
 Result Stream::tryStep(Op& op, const algo::Step& s) {
@@ -137,9 +154,11 @@ Result Stream::progress(bool* advanced) {
     ++opIndex_;
     stepIndex_ = 0;
     connected_ = false;
-    probed_.clear();
+    probeTargets_.clear();
+    probesDone_ = false;
   }
   // Everything is issued; the call may return once every message left this rank.
+  flushProbes();
   while (!toFlush_.empty()) {
     Result r = toFlush_.back()->flush();
     if (r == Result::kInProgress) return Result::kSuccess;
@@ -168,32 +187,62 @@ Result Stream::peekData(Op& op, RecvConnection* rconn, int peer, const void** da
   }
 }
 
-// Empty messages stamped with this operation, to every peer on the collective lane, so that
-// whichever ranks wait for this one find something to compare (op_stamp.h). A peer whose lane
-// is full or not set up yet is tried again at the next call; a full lane carries data anyway.
+// Empty messages stamped with this operation, to every peer the rest of it exchanges messages
+// with, so that whichever of them wait for this rank find something to compare (op_stamp.h).
+// Only those peers: a peer outside the remaining steps may have finished its part and left (a
+// departure that is no error), and probing every rank would open a full mesh of connections
+// (n^2 sockets on TCP, twice the shared memory) as soon as one rank is late.
+// A probe is advice: a peer in the list may also have left legitimately (it sent us everything we
+// still read from it, then destroyed its communicator or exited), so a probe that cannot be
+// delivered is dropped quietly. Whether a peer's absence matters is decided by the steps that
+// need it. A lane that is full or not set up yet is tried again at the next call; a full lane
+// carries data anyway.
 Result Stream::sendProbes(Op& op) {
   Communicator& comm = *op.comm;
   if (op.lane != kLaneColl) return Result::kSuccess;
+  QuietFailures quiet;
   // Push what earlier rounds queued: a TCP lane still connecting holds its probe until a call
   // moves it, and a stuck operation makes no other call on that lane.
   for (SendConnection* c : toFlush_) {
     Result r = c->flush();
-    if (r != Result::kInProgress) MIXCCL_TRY(r);
+    if (r != Result::kInProgress && r != Result::kSuccess) {
+      // A data message that cannot be flushed is this operation's failure, not a probe's.
+      return r;
+    }
   }
-  if (probed_.size() != static_cast<size_t>(comm.nranks())) probed_.assign(static_cast<size_t>(comm.nranks()), 0);
-  for (int peer = 0; peer < comm.nranks(); ++peer) {
-    if (peer == comm.rank() || probed_[peer]) continue;
+  flushProbes();
+  if (probeTargets_.empty() && !probesDone_) probeTargets_ = remainingPeers(op);
+  for (size_t i = 0; i < probeTargets_.size();) {
+    const int peer = probeTargets_[i];
     SendConnection* sconn = nullptr;
-    MIXCCL_TRY(comm.sendConnection(peer, op.lane, &sconn));
+    Result r = comm.sendConnection(peer, op.lane, &sconn);
     void* slot = nullptr;
-    Result r = sconn->acquire(&slot);
-    if (r == Result::kInProgress) continue;
-    MIXCCL_TRY(r);
-    MIXCCL_TRY(sconn->commit(0, op.stamp | kStampProbe));
-    noteSend(sconn);
-    probed_[peer] = 1;
+    if (r == Result::kSuccess) r = sconn->acquire(&slot);
+    if (r == Result::kInProgress) {
+      ++i;
+      continue;
+    }
+    if (r == Result::kSuccess) r = sconn->commit(0, op.stamp | kStampProbe);
+    if (r == Result::kSuccess) noteProbe(sconn);
+    probeTargets_.erase(probeTargets_.begin() + static_cast<std::ptrdiff_t>(i));
   }
+  probesDone_ = probeTargets_.empty();
   return Result::kSuccess;
+}
+
+// Peers the steps from the current one on exchange messages with, each once, in step order.
+std::vector<int> Stream::remainingPeers(const Op& op) const {
+  std::vector<int> peers;
+  std::vector<uint8_t> seen(static_cast<size_t>(op.comm->nranks()), 0);
+  const auto& steps = op.schedule.steps;
+  for (size_t i = stepIndex_; i < steps.size(); ++i) {
+    for (int peer : {steps[i].recvPeer, steps[i].sendPeer}) {
+      if (peer < 0 || seen[peer]) continue;
+      seen[peer] = 1;
+      peers.push_back(peer);
+    }
+  }
+  return peers;
 }
 
 Result Stream::checkPending(bool probe) {
@@ -233,6 +282,24 @@ Result Stream::checkOldestFrom(Op& op, int peer) {
   return stamp == op.stamp ? Result::kSuccess : stampMismatch(op, stamp, peer);
 }
 
+// A step failed because a peer left or a link broke. When a peer of this operation already sent
+// a message of another operation, that mismatch is the cause (the rank that saw it first aborted,
+// and this rank noticed the abort): say so instead. Best effort; the error path only.
+Result Stream::preferMismatch(Result failure) {
+  if (failure != Result::kRemoteError || finished_ || opIndex_ >= ops_.size()) return failure;
+  Op& op = *ops_[opIndex_];
+  for (int peer : remainingPeers(op)) {
+    Result r;
+    {
+      QuietFailures quiet;
+      r = checkOldestFrom(op, peer);
+    }
+    // Again, recorded this time: peek() keeps the message, so the same mismatch is found.
+    if (r == Result::kInvalidUsage) return checkOldestFrom(op, peer);
+  }
+  return failure;
+}
+
 std::string Stream::describeWait() const {
   if (finished_ || ops_.empty()) return "nothing";
   char buf[256];
@@ -252,20 +319,10 @@ WaitBoard::Wait Stream::boardWait() const {
   WaitBoard::Wait w;
   w.what = describeWait();
   if (finished_ || opIndex_ >= ops_.size()) return w;
-  const Op& op = *ops_[opIndex_];
-  std::vector<uint8_t> seen(static_cast<size_t>(op.comm->nranks()), 0);
   // The waited-for peer first, then every other peer the remaining steps exchange messages with.
-  if (waitingPeer_ >= 0) {
-    seen[waitingPeer_] = 1;
-    w.peers.push_back(waitingPeer_);
-  }
-  const auto& steps = op.schedule.steps;
-  for (size_t i = stepIndex_; i < steps.size(); ++i) {
-    for (int peer : {steps[i].recvPeer, steps[i].sendPeer}) {
-      if (peer < 0 || seen[peer]) continue;
-      seen[peer] = 1;
-      w.peers.push_back(peer);
-    }
+  if (waitingPeer_ >= 0) w.peers.push_back(waitingPeer_);
+  for (int peer : remainingPeers(*ops_[opIndex_])) {
+    if (peer != waitingPeer_) w.peers.push_back(peer);
   }
   return w;
 }
@@ -373,7 +430,7 @@ Result runStreams(std::vector<Stream>& streams) {
       if (s.done() || s.empty()) continue;
       Result r = s.progress(&advanced);
       if (r != Result::kSuccess) {
-        result = r;
+        result = s.preferMismatch(r);
         break;
       }
       allDone = allDone && s.done();

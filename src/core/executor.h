@@ -39,8 +39,12 @@ class Stream {
   // While the stream is stuck: kInvalidUsage if a peer this operation still receives from has a
   // message of another operation waiting (a mismatch that would otherwise deadlock, e.g. both
   // ranks blocked sending into full lanes). Cheap enough for idle polls only.
-  // With `probe`, also sends one probe (op_stamp.h) per operation to every peer.
+  // With `probe`, also sends one probe (op_stamp.h) per operation to every peer the rest of the
+  // operation exchanges messages with.
   Result checkPending(bool probe);
+  // `failure` of progress(), or the mismatch that explains it (a peer of the operation sent a
+  // message of another operation before the link broke).
+  Result preferMismatch(Result failure);
 
  private:
   Result tryStep(Op& op, const algo::Step& step);
@@ -48,17 +52,23 @@ class Stream {
   Result checkOldestFrom(Op& op, int peer);
   Result peekData(Op& op, RecvConnection* rconn, int peer, const void** data, size_t* bytes, uint64_t* stamp);
   Result sendProbes(Op& op);
+  std::vector<int> remainingPeers(const Op& op) const;
   void noteSend(SendConnection* c);
+  void noteProbe(SendConnection* c);
+  void flushProbes();
 
   std::vector<Op*> ops_;
   size_t opIndex_ = 0;
   size_t stepIndex_ = 0;
   bool finished_ = false;
-  bool connected_ = false;       // connectAll() ran for ops_[opIndex_]
-  std::vector<uint8_t> probed_;  // by peer: probed during ops_[opIndex_] (sendProbes)
+  bool connected_ = false;  // connectAll() ran for ops_[opIndex_]
+  // Peers still to probe during ops_[opIndex_] (sendProbes), and whether that list was worked off.
+  std::vector<int> probeTargets_;
+  bool probesDone_ = false;
   int waitingPeer_ = -1;
   bool waitingRecv_ = false;
-  std::vector<SendConnection*> toFlush_;
+  std::vector<SendConnection*> toFlush_;     // lanes with data committed in this call
+  std::vector<SendConnection*> probeFlush_;  // lanes with probes that may still be queued
 };
 
 // Runs all streams to completion (or the first error, after which the remaining streams are

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "src/common/config.h"
+#include "tests/support/fork_ranks.h"
 #include "tests/support/private_shm.h"
 
 namespace {
@@ -93,46 +94,18 @@ constexpr int kJobRankFailed = 1;
 constexpr int kJobSegmentsLeft = 2;
 constexpr int kJobNoPrivateShm = 77;
 
-// One job: a private /dev/shm, n rank processes, a unique id, then the leftover check. Runs in its
-// own forked process so the mount namespace and the id's root thread end with it. The ranks are
-// forked before the id exists: ncclGetUniqueId starts the root's thread, and a child forked beside
-// a running thread can inherit a lock that thread held (ASan found ranks hung in its allocator);
-// the id follows through a pipe, as a launcher would carry it.
+// One job: a private /dev/shm, n rank processes (tests/support/fork_ranks.h), then the leftover
+// check. Runs in its own forked process so the mount namespace and the id's root thread end with it.
 int runJob(int n) {
   std::string why;
   const bool privateShm = mixccl::testing::enterPrivateDevShm(&why);
   if (!privateShm) fprintf(stderr, "job: no private /dev/shm (%s); leftovers not checked\n", why.c_str());
-  std::vector<pid_t> pids;
-  std::vector<int> idWriters;
-  for (int r = 0; r < n; ++r) {
-    int fds[2];
-    if (pipe(fds) != 0) return kJobRankFailed;
-    pid_t pid = fork();
-    if (pid < 0) return kJobRankFailed;
-    if (pid == 0) {
-      close(fds[1]);
-      for (int w : idWriters) close(w);
-      ncclUniqueId id;
-      const bool gotId = read(fds[0], &id, sizeof(id)) == static_cast<ssize_t>(sizeof(id));  // atomic: < PIPE_BUF
-      int status = gotId ? runRank(r, n, id) : kJobRankFailed;
-      fflush(nullptr);
-      _exit(status);
-    }
-    close(fds[0]);
-    pids.push_back(pid);
-    idWriters.push_back(fds[1]);
-  }
-  ncclUniqueId id;
-  const bool haveId = ncclGetUniqueId(&id) == ncclSuccess;  // else the ranks read EOF and fail
-  for (int w : idWriters) {
-    if (haveId && write(w, &id, sizeof(id)) != static_cast<ssize_t>(sizeof(id))) fprintf(stderr, "job: id write\n");
-    close(w);
-  }
+  const std::vector<int> statuses =
+      mixccl::testing::forkRanks(n, [n](int rank, const ncclUniqueId& id) { return runRank(rank, n, id); });
   int result = kJobOk;
   for (int r = 0; r < n; ++r) {
-    int status = 0;
-    if (waitpid(pids[r], &status, 0) != pids[r] || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      fprintf(stderr, "job: rank %d ended with status 0x%x\n", r, status);
+    if (!mixccl::testing::exitedCleanly(statuses[r])) {
+      fprintf(stderr, "job: rank %d ended with status 0x%x\n", r, statuses[r]);
       result = kJobRankFailed;
     }
   }

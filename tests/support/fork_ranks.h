@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+#pragma once
+
+// Runs the ranks of one job as forked processes, the way a launcher would. The ranks are forked
+// before the unique id exists: ncclGetUniqueId starts the root's thread, and a child forked beside
+// a running thread can inherit a lock that thread held (ASan found ranks hung in its allocator);
+// the id follows through a pipe. Call it from a single-threaded process (a forked job process).
+
+#include <nccl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <functional>
+#include <vector>
+
+namespace mixccl::testing {
+
+// body(rank, id) is one rank's process; its return value is the exit status. Returns every
+// rank's waitpid status, by rank (-1 where fork failed).
+inline std::vector<int> forkRanks(int n, const std::function<int(int, const ncclUniqueId&)>& body) {
+  std::vector<pid_t> pids;
+  std::vector<int> idWriters;
+  for (int r = 0; r < n; ++r) {
+    int fds[2];
+    if (pipe(fds) != 0) break;
+    pid_t pid = fork();
+    if (pid < 0) {
+      close(fds[0]);
+      close(fds[1]);
+      break;
+    }
+    if (pid == 0) {
+      close(fds[1]);
+      for (int w : idWriters) close(w);
+      ncclUniqueId id;
+      const bool gotId = read(fds[0], &id, sizeof(id)) == static_cast<ssize_t>(sizeof(id));  // atomic: < PIPE_BUF
+      int status = gotId ? body(r, id) : 1;
+      fflush(nullptr);
+      _exit(status);
+    }
+    close(fds[0]);
+    pids.push_back(pid);
+    idWriters.push_back(fds[1]);
+  }
+  ncclUniqueId id;
+  const bool haveId = static_cast<int>(pids.size()) == n && ncclGetUniqueId(&id) == ncclSuccess;
+  for (int w : idWriters) {
+    // Without an id the ranks read EOF and fail.
+    if (haveId && write(w, &id, sizeof(id)) != static_cast<ssize_t>(sizeof(id))) fprintf(stderr, "job: id write\n");
+    close(w);
+  }
+  std::vector<int> statuses(n, -1);
+  for (size_t r = 0; r < pids.size(); ++r) {
+    int status = 0;
+    if (waitpid(pids[r], &status, 0) == pids[r]) statuses[r] = status;
+  }
+  return statuses;
+}
+
+// Whether a waitpid status is a normal exit with status 0.
+inline bool exitedCleanly(int status) { return status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0; }
+
+}  // namespace mixccl::testing
