@@ -46,4 +46,21 @@ inline Step localCopy(Buf src, uint64_t srcOffset, Buf dst, uint64_t dstOffset, 
   return st;
 }
 
+// The closing token of a collective whose root only sends (schedule.h): the rank before the root
+// in ring order sends it, the root waits for it. Appended after every other step; no-op for one
+// rank and for the other ranks.
+inline void appendRootToken(const CollArgs& a, Schedule* s) {
+  if (a.nranks == 1) return;
+  const int last = ringPeer(a.root, -1, a.nranks);
+  Step st;
+  if (a.rank == a.root) {
+    st.recvPeer = last;
+  } else if (a.rank == last) {
+    st.sendPeer = a.root;
+  } else {
+    return;
+  }
+  s->steps.push_back(st);
+}
+
 }  // namespace mixccl::algo

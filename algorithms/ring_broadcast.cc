@@ -12,14 +12,18 @@
 //                                                         user passed the same pointer)
 //   middle: recv prev -> Output[chunk] and -> next
 //   last  : recv prev -> Output[chunk]
+// and then the closing token (schedule.h): the last rank, root-1, sends an empty message to the
+// root, and the root's call ends when it arrives. That closes the chain into a ring, so ranks
+// that disagree on the root read each other's messages and fail with a mismatch.
 //
 // Invariants: each Output element is written once; Input is read only on the root, by the step
 // that writes the same elements of Output, so in-place (Input == Output on root) is correct. A
 // chain has no cycle, so any FIFO depth >= 1 is deadlock-free (each rank only waits on its
 // predecessor's data and its successor's free slot, and the last rank only receives).
 //
-// Cost (k = ceil(count / chunkElems)): k steps per rank; every rank but the last sends count
-// elements in k messages; latency n-1+k-1 hops. n == 1: one local copy on the root.
+// Cost (k = ceil(count / chunkElems)): k steps per rank, plus the token on the root and the last
+// rank; every rank but the last sends count elements in k messages; latency n-1+k-1 hops for the
+// data, and the root returns one hop later (the token). n == 1: one local copy on the root.
 
 #include "algorithms/builders.h"
 
@@ -48,6 +52,7 @@ void buildRingBroadcast(const CollArgs& a, Schedule* s) {
     if (pos != n - 1) st.sendPeer = next;
     s->steps.push_back(st);
   });
+  appendRootToken(a, s);
 }
 
 }  // namespace mixccl::algo

@@ -27,9 +27,16 @@
 // Every schedule here is deadlock-free with any FIFO depth >= 1 (one slot per connection),
 // including the rings (see ring_pass.h for why that needs care).
 //
+// A token is a step with count 0, no src and no dst, that only sends or only receives an empty
+// message. Rooted collectives whose root would otherwise only send (Broadcast, Scatter) end with
+// one: the root waits for a token from the rank before it in ring order, which sends it after its
+// own last step. A root that only sent could not tell whether its peers agreed on the root (two
+// ranks that each pass themselves as root would both return with their own data); waiting for
+// that peer's token makes it read a message of that peer's operation, so the stamps are compared.
+//
 // Guarantees every schedule built here gives the engine (checked by algorithms/sim.h)
-//  - count > 0 on every step; a step that sends or receives has count <= chunkElems. Local
-//    steps (no peer) may be larger.
+//  - count > 0 on every step but tokens; a step that sends or receives has count <= chunkElems.
+//    Local steps (no peer) may be larger.
 //  - Without a reduction a step never has both a message and a src, and never sets finalize.
 //  - pre() once: in a reduction every element of a rank's Input is read exactly once, inside a
 //    combining step (the engine applies pre() exactly when src == kInput), and Input is read in
@@ -80,6 +87,11 @@ struct CollArgs {
   // are correct at depth 1; with more slots ring passes may use an order with more overlap.
   uint32_t fifoDepth = 1;
 };
+
+// Whether `s` is a token (see above).
+inline bool isToken(const Step& s) {
+  return s.count == 0 && s.src == Buf::kNone && s.dst == Buf::kNone && ((s.recvPeer >= 0) != (s.sendPeer >= 0));
+}
 
 struct Schedule {
   std::vector<Step> steps;

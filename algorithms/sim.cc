@@ -101,14 +101,16 @@ class Simulator {
 
   Result checkShape(const SimActor& a, size_t idx, const Step& s) {
     auto badPeer = [&](int p) { return p < -1 || p >= opt_.nranks; };
-    if (s.count == 0) return fail(Result::kInvalidUsage, "rank %d step %zu has count 0", a.rank, idx);
+    if (s.count == 0 && !isToken(s)) {
+      return fail(Result::kInvalidUsage, "rank %d step %zu has count 0 and is not a token", a.rank, idx);
+    }
     if (badPeer(s.recvPeer) || badPeer(s.sendPeer)) {
       return fail(Result::kInvalidUsage, "rank %d step %zu: peer (recv %d, send %d) outside [0, %d)", a.rank, idx,
                   s.recvPeer, s.sendPeer, opt_.nranks);
     }
     const bool hasIn = s.recvPeer >= 0 || s.src != Buf::kNone;
     const bool hasOut = s.sendPeer >= 0 || s.dst != Buf::kNone;
-    if (!hasIn || !hasOut) {
+    if ((!hasIn || !hasOut) && !isToken(s)) {
       return fail(Result::kInvalidUsage, "rank %d step %zu has no %s", a.rank, idx, hasIn ? "destination" : "source");
     }
     if (!opt_.reduction && s.recvPeer >= 0 && s.src != Buf::kNone) {

@@ -42,6 +42,20 @@ uint64_t opStamp(const Op& op) {
          redop << 24 | root << 28 | count << 44;
 }
 
+std::string describeStamp(uint64_t stamp) {
+  const Fields f = unpack(stamp);
+  const bool knownKind = f.kind < 10;
+  char buf[160];
+  snprintf(buf, sizeof(buf), "%s seq %llu (mod 65536), datatype %s, reduction %s",
+           knownKind ? collName(static_cast<CollKind>(f.kind)) : "unknown operation",
+           static_cast<unsigned long long>(f.seq),
+           f.dtype < static_cast<uint64_t>(kNumDataTypes) ? dataTypeName(static_cast<DataType>(f.dtype)) : "unknown",
+           redopText(f.redop));
+  std::string out = buf;
+  if (knownKind && rooted(static_cast<CollKind>(f.kind))) out += ", root " + std::to_string(f.root);
+  return out;
+}
+
 Result stampMismatch(const Op& op, uint64_t theirs, int peer) {
   const Fields a = unpack(opStamp(op)), b = unpack(theirs);
   const bool p2p = op.kind == CollKind::kSend || op.kind == CollKind::kRecv;

@@ -35,6 +35,9 @@ constexpr uint64_t kStampProbe = 1ull << 63;
 // Whether two stamps carry the same sequence number.
 constexpr bool sameSeq(uint64_t a, uint64_t b) { return ((a ^ b) & 0xffff) == 0; }
 
+// "Broadcast seq 5 (mod 65536), datatype float32, reduction none, root 1", for messages.
+std::string describeStamp(uint64_t stamp);
+
 // kInvalidUsage with a message saying what differs between `op` (this rank) and the sender of a
 // message stamped `theirs` (rank `peer`).
 Result stampMismatch(const Op& op, uint64_t theirs, int peer);

@@ -127,17 +127,48 @@ TEST_P(MismatchTest, Collective) {
       "called");
 }
 
-// Ranks that disagree on the root may each believe they are the root and finish a broadcast
-// that moved nothing to them; the operation after it then fails on every rank that receives.
-TEST_P(MismatchTest, RootThenNextOperation) {
-  check(
-      [&](int rank, ncclComm_t comm) {
-        std::vector<float> v(kCount, static_cast<float>(rank));
-        ncclResult_t r = ncclBroadcast(v.data(), v.data(), kCount, ncclFloat32, rank == 0 ? 0 : 1, comm, nullptr);
-        if (r != ncclSuccess) return r;
-        return ncclAllReduce(v.data(), v.data(), kCount, ncclFloat32, ncclSum, comm, nullptr);
-      },
-      "rank");
+// Ranks 0 and 1 each pass themselves as the root (the others follow rank 1). A root that only
+// sent would return with its own data; the closing token (algorithms/schedule.h) makes both wait
+// for a message of the other's operation, so both fail in this very call: with the mismatch, or
+// (a root still sending when the other aborted on it) with the remote error that abort causes.
+void checkCrossedRoots(int nranks, const std::function<ncclResult_t(int, ncclComm_t, int)>& call) {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<Outcome> out =
+      runMismatch(nranks, [&](int rank, ncclComm_t comm) { return call(rank, comm, rank == 0 ? 0 : 1); });
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  int usage = 0;
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_NE(out[r].result, ncclSuccess) << "rank " << r << " returned success from a crossed root";
+    if (out[r].result == ncclInvalidUsage) {
+      ++usage;
+      EXPECT_NE(out[r].message.find("root"), std::string::npos) << out[r].message;
+    } else {
+      EXPECT_EQ(out[r].result, ncclRemoteError) << "rank " << r << ": " << out[r].message;
+    }
+  }
+  EXPECT_GE(usage, 1) << "neither root reported the mismatch";
+}
+
+TEST_P(MismatchTest, CrossedBroadcastRoots) {
+  checkCrossedRoots(GetParam().nranks, [](int rank, ncclComm_t comm, int root) {
+    std::vector<float> v(kCount, static_cast<float>(rank));
+    return ncclBroadcast(v.data(), v.data(), kCount, ncclFloat32, root, comm, nullptr);
+  });
+}
+
+TEST_P(MismatchTest, CrossedBroadcastRootsSmall) {
+  checkCrossedRoots(GetParam().nranks, [](int rank, ncclComm_t comm, int root) {
+    int v = rank;
+    return ncclBroadcast(&v, &v, 1, ncclInt32, root, comm, nullptr);
+  });
+}
+
+TEST_P(MismatchTest, CrossedScatterRoots) {
+  const int n = GetParam().nranks;
+  checkCrossedRoots(n, [n](int rank, ncclComm_t comm, int root) {
+    std::vector<float> in(kCount * n, static_cast<float>(rank)), out(kCount);
+    return ncclScatter(in.data(), out.data(), kCount, ncclFloat32, root, comm, nullptr);
+  });
 }
 
 // A rank whose own receive matched may finish: its data is right; the receiver of the odd send

@@ -175,7 +175,7 @@ std::string runCase(const Case& c, SimStats* statsOut = nullptr) {
     actors[r].rank = r;
     if (buildSchedule(argsFor(c, r), &actors[r].schedule) != Result::kSuccess) return "build failed: " + lastError();
     for (const Step& s : actors[r].schedule.steps) {
-      if (s.count == 0 || ((s.recvPeer >= 0 || s.sendPeer >= 0) && s.count > c.chunk)) {
+      if ((s.count == 0 && !isToken(s)) || ((s.recvPeer >= 0 || s.sendPeer >= 0) && s.count > c.chunk)) {
         return "rank " + std::to_string(r) + ": a step has count 0 or a message above chunkElems";
       }
     }
@@ -480,6 +480,12 @@ TEST(ScheduleShape, StepCounts) {
   EXPECT_EQ(steps(CollKind::kReduceScatter, 4, 1, 10, 3), 4u * 4);
   EXPECT_EQ(steps(CollKind::kAllGather, 5, 3, 10, 3), 4u * 5);
   EXPECT_EQ(steps(CollKind::kBroadcast, 5, 3, 10, 3), 4u);
+  // The root and the rank before it add the closing token (schedule.h).
+  EXPECT_EQ(steps(CollKind::kBroadcast, 5, 0, 10, 3), 4u + 1);
+  EXPECT_EQ(steps(CollKind::kBroadcast, 5, 4, 10, 3), 4u + 1);
+  EXPECT_EQ(steps(CollKind::kScatter, 5, 2, 10, 3, 2), 1u + 4 * 4 + 1);
+  EXPECT_EQ(steps(CollKind::kScatter, 5, 1, 10, 3, 2), 4u + 1);
+  EXPECT_EQ(steps(CollKind::kScatter, 5, 3, 10, 3, 2), 4u);
   EXPECT_EQ(steps(CollKind::kReduce, 5, 3, 10, 3), 4u);
   EXPECT_EQ(steps(CollKind::kAlltoAll, 5, 3, 10, 3), 1u + 2 * 4 * 4);
   EXPECT_EQ(steps(CollKind::kGather, 5, 3, 10, 3, 3), 1u + 4 * 4);

@@ -63,7 +63,6 @@ TcpSendConnection::TcpSendConnection(std::shared_ptr<TcpHub> hub, int peer, int 
       staging_(std::make_unique_for_overwrite<uint8_t[]>(static_cast<size_t>(depth_) * slotBytes_)),
       headers_(static_cast<size_t>(depth_) * kTcpFrameHeaderBytes),
       sizes_(depth_) {
-  hub_->sendersMade[static_cast<size_t>(peer_) * kNumLanes + lane_] = 1;
   TcpHello h;
   h.commHash = hub_->ctx.commHash;
   memcpy(h.secret, hub_->ctx.secret, sizeof(h.secret));
@@ -95,6 +94,9 @@ Result TcpSendConnection::lost(int err) {
 
 Result TcpSendConnection::advanceConnect() {
   if (!sock_.valid()) {
+    // From here on this lane is this connection's to close; before, an aborting transport still
+    // owes the peer a notice (~TcpTransport), e.g. for a lane made for a step never reached.
+    hub_->sendersMade[static_cast<size_t>(peer_) * kNumLanes + lane_] = 1;
     Result r = Socket::startConnect(hub_->addrs[peer_], &sock_);
     if (r != Result::kSuccess) {
       error_ = fail(r,

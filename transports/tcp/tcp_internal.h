@@ -66,7 +66,7 @@ struct TcpHub {
   std::vector<Pending> pending;
   std::vector<Socket> parked;                 // [src * kNumLanes + lane]: validated, no receiver yet
   std::vector<TcpRecvConnection*> receivers;  // [src * kNumLanes + lane]: live receivers
-  std::vector<uint8_t> sendersMade;           // [dst * kNumLanes + lane]: a sender was created
+  std::vector<uint8_t> sendersMade;           // [dst * kNumLanes + lane]: a sender started connecting
   int waiting = 0;                            // registered receivers that still lack a socket
   uint64_t polls = 0;
 
