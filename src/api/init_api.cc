@@ -11,6 +11,7 @@
 #include "src/api/handle.h"
 #include "src/common/log.h"
 #include "src/core/comm_split.h"
+#include "src/core/finalize.h"
 #include "src/core/group.h"
 
 using mixccl::CommOptions;
@@ -238,9 +239,16 @@ MIXCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
       return fail(Result::kInvalidArgument,
                   "ncclCommFinalize: communicator of rank %d was finalized already; destroy it", c->rank());
     }
-    // Host operations are complete when their call returns: nothing is left to flush.
-    if (c->state() == mixccl::CommState::kReady) c->finalize();
-    return Result::kSuccess;
+    if (c->state() != mixccl::CommState::kReady) return Result::kSuccess;  // failed init: nothing to agree on
+    if (c->options().blocking) return mixccl::finalizeCommunicator(*c);
+    // Non-blocking, as NCCL: ncclInProgress now, ncclCommGetAsyncError says when every rank got
+    // here; destroy joins the thread.
+    c->setAsyncError(Result::kInProgress);
+    c->initThread() = std::thread([c] {
+      mixccl::log::RankScope scope(c->rank());
+      c->setAsyncError(mixccl::finalizeCommunicator(*c));
+    });
+    return Result::kInProgress;
   });
 }
 

@@ -75,6 +75,10 @@ class Communicator {
   // The connection of `lane` to/from `peer`, created on first use (never blocks).
   Result sendConnection(int peer, int lane, SendConnection** out);
   Result recvConnection(int peer, int lane, RecvConnection** out);
+  // The receiving end of `lane` from `peer` if it was ever created, else nullptr (never creates).
+  RecvConnection* existingRecvConnection(int peer, int lane) {
+    return recvConns_.empty() ? nullptr : recvConns_[static_cast<size_t>(peer) * kNumLanes + lane].get();
+  }
   // Drives transport background work (accepting connections).
   Result progressTransports();
 

@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+#include "src/core/finalize.h"
+
+#include "src/common/log.h"
+#include "src/core/communicator.h"
+#include "src/core/op_stamp.h"
+
+namespace mixccl {
+namespace {
+
+// kInvalidUsage when the collective lane from `peer` holds a message (not a probe) that no
+// operation of this rank consumed. Only looks: lanes that were never set up hold nothing.
+Result checkDrained(Communicator& comm, int peer) {
+  RecvConnection* conn = comm.existingRecvConnection(peer, kLaneColl);
+  if (conn == nullptr) return Result::kSuccess;
+  for (;;) {
+    const void* data = nullptr;
+    size_t bytes = 0;
+    uint64_t stamp = 0;
+    Result r;
+    {
+      // A peer that left after the barrier is no news here: its lane is simply empty.
+      QuietFailures quiet;
+      r = conn->peek(&data, &bytes, &stamp);
+    }
+    if (r != Result::kSuccess) return Result::kSuccess;
+    if ((stamp & kStampProbe) == 0) {
+      return fail(Result::kInvalidUsage,
+                  "ncclCommFinalize on rank %d: rank %d sent a collective (%s) that no call on this rank received: "
+                  "mismatched calls (e.g. ranks that disagree on a broadcast's root, or a different number of "
+                  "collectives); every rank must issue the same collectives with the same arguments",
+                  comm.rank(), peer, describeStamp(stamp).c_str());
+    }
+    MIXCCL_TRY(conn->release());  // probes have served their purpose
+  }
+}
+
+}  // namespace
+
+Result finalizeCommunicator(Communicator& comm) {
+  // A failed, aborted or revoked communicator has nothing left to agree on, and its peers may be
+  // gone: finalize only marks it.
+  const Result async = comm.asyncError();
+  if (comm.aborted() || comm.revoked() || (async != Result::kSuccess && async != Result::kInProgress)) {
+    comm.finalize();
+    return Result::kSuccess;
+  }
+  MIXCCL_INFO(log::kInit, "rank %d: finalize waits for every rank to finish the communicator's work", comm.rank());
+  Result r = comm.bootstrap()->barrier();
+  if (r != Result::kSuccess) {
+    return fail(r,
+                "ncclCommFinalize on rank %d: not every rank reached finalize (%s); a rank that left without "
+                "finalizing, died or is stuck in an earlier call cannot confirm that the communicator's work is done",
+                comm.rank(), lastError().c_str());
+  }
+  for (int peer = 0; peer < comm.nranks(); ++peer) {
+    if (peer != comm.rank()) MIXCCL_TRY(checkDrained(comm, peer));
+  }
+  comm.finalize();
+  return Result::kSuccess;
+}
+
+}  // namespace mixccl
