@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 # SPDX-FileCopyrightText: 2026 The mixccl authors
-# Installs headers, the library (also as libnccl.so.2), a CMake package and mixccl.pc.
+# Installs headers, the library (also as libnccl.so.2), a CMake package, mixccl.pc and the license.
 include(CMakePackageConfigHelpers)
 
 install(TARGETS mixccl EXPORT mixcclTargets LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
@@ -45,3 +45,6 @@ else()
 endif()
 configure_file(cmake/mixccl.pc.in ${PROJECT_BINARY_DIR}/mixccl.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/mixccl.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+# Apache-2.0 asks that every copy carry the license text.
+install(FILES LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR})

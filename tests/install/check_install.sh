@@ -13,6 +13,7 @@ trap 'rm -rf "$tmp"' EXIT
 cmake --install "$build_dir" --prefix "$tmp/prefix" >/dev/null
 test -L "$tmp/prefix/lib/libnccl.so.2"
 test -f "$tmp/prefix/include/nccl.h"
+test -f "$tmp/prefix/share/doc/mixccl/LICENSE"
 cmake -S "$src_dir/consumer" -B "$tmp/consumer" -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null
 cmake --build "$tmp/consumer" >/dev/null
 LD_LIBRARY_PATH="$tmp/prefix/lib" "$tmp/consumer/consumer"
