@@ -72,7 +72,9 @@ TEST(LogTest, InfoLinesHaveNcclShapeAndFilePatternExpands) {
   std::remove(found.c_str());
   EXPECT_TRUE(std::regex_search(text, std::regex(host() + ":[0-9]+:[0-9]+ \\[0\\] NCCL INFO .*Init COMPLETE"))) << text;
   EXPECT_TRUE(std::regex_search(text, std::regex(":[0-9]+:[0-9]+ \\[0\\] NCCL WARN .*sendbuff is NULL"))) << text;
-  EXPECT_TRUE(std::regex_search(text, std::regex("NCCL version 2\\.28\\.9"))) << text;
+  // NCCL's banner shape, then our own version: "NCCL version 2.28.9+mixccl-0.3.0 (git abc1234, host backend)".
+  EXPECT_TRUE(std::regex_search(text, std::regex("NCCL version 2\\.28\\.9\\+mixccl-[0-9]+\\.[0-9]+\\.[0-9]+ \\(")))
+      << text;
 }
 
 TEST(LogTest, SubsystemFilterAndWarnLevel) {
