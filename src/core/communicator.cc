@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "src/common/config.h"
+#include "src/common/limits.h"
 #include "src/common/log.h"
 #include "src/common/version.h"
 
@@ -58,6 +59,7 @@ Result Communicator::init(const UniqueIdData& id) {
   log::RankScope scope(rank_);
   config::logNonDefaults();
   version::logBanner("host backend");
+  raiseFileLimit();  // a socket or shm file per peer outgrows a soft limit of 1024 (limits.h)
   Result r = [&]() -> Result {
     commHash_ = id.commHash;
     backend_ = makeHostBackend();
