@@ -309,7 +309,7 @@ int main(int argc, char** argv) {
   ParseResult parsed = parseOptions(argc, argv);
   if (parsed.exit) {
     if (parsed.exitCode == 0) {
-      std::fputs(usageText(), stdout);
+      std::fputs(parsed.message.empty() ? usageText() : (parsed.message + "\n").c_str(), stdout);
     } else {
       std::fprintf(stderr, "%s\n", parsed.message.c_str());
     }

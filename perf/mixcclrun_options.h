@@ -21,8 +21,9 @@ struct Options {
   std::vector<std::string> command;  // argv of every rank; parse() guarantees non-empty
 };
 
-// What parse() decided. `exitCode` is meaningful only when `exit` is true: 0 after --help,
-// 2 for a usage error (the message, already prefixed with "mixcclrun: ", is in `message`).
+// What parse() decided. `exitCode` is meaningful only when `exit` is true: 0 after --help (empty
+// `message`: print the usage) or --version (`message` holds it), 2 for a usage error (the message,
+// already prefixed with "mixcclrun: ", is in `message`).
 struct ParseResult {
   Options options;
   bool exit = false;

@@ -20,6 +20,8 @@ struct KnobDecl {
   Type type;
   const char* defaultValue;
   const char* doc;
+  // Never logged: the value authenticates a job, and logs travel (bug reports, shared files).
+  bool secret = false;
 };
 
 // The table: every knob, declared once. docs/TUNING.md lists the same knobs for users.
@@ -48,7 +50,8 @@ constexpr KnobDecl kTable[] = {
      "1 = SIGUSR1 makes every communicator of the process log a hang report (docs/DEBUGGING.md)"},
     {Knob::kCommSecret, "MIXCCL_COMM_SECRET", Type::kString, "",
      "shared secret of a job that rendezvouses through NCCL_COMM_ID (the same random string on every rank; "
-     "mixcclrun sets one)"},
+     "mixcclrun sets one)",
+     /*secret=*/true},
 };
 static_assert(std::size(kTable) == static_cast<size_t>(Knob::kCount_), "every knob needs a table row");
 
@@ -85,7 +88,8 @@ void load(Cache* c) {
       if (!parsed) {
         bool dummy;
         v = parseInt(d.defaultValue, d, &dummy);
-        fprintf(stderr, "mixccl: ignoring %s=%s (not a number), using %s\n", d.env, env, d.defaultValue);
+        fprintf(stderr, "mixccl: ignoring %s=%s (not a number), using %s\n", d.env, d.secret ? "(hidden)" : env,
+                d.defaultValue);
         c->strings[i] = d.defaultValue;
         c->isDefault[i] = true;
       }
@@ -120,7 +124,12 @@ void logNonDefaults() {
   std::call_once(logged, [] {
     Cache& c = cache();
     for (size_t i = 0; i < std::size(kTable); ++i) {
-      if (!c.isDefault[i]) MIXCCL_INFO(log::kEnv, "%s set by environment to %s", kTable[i].env, c.strings[i].c_str());
+      if (c.isDefault[i]) continue;
+      if (kTable[i].secret) {
+        MIXCCL_INFO(log::kEnv, "%s set by environment (value hidden)", kTable[i].env);
+      } else {
+        MIXCCL_INFO(log::kEnv, "%s set by environment to %s", kTable[i].env, c.strings[i].c_str());
+      }
     }
   });
 }

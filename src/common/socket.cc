@@ -328,7 +328,7 @@ Result Socket::listen(SocketAddress* addr, Socket* out) {
   return Result::kSuccess;
 }
 
-Result Socket::accept(Socket* out, SocketAddress* peer) {
+Result Socket::accept(Socket* out, SocketAddress* peer, int* errnoOut) {
   SocketAddress from;
   from.length = sizeof(from.storage);
   for (;;) {
@@ -343,6 +343,10 @@ Result Socket::accept(Socket* out, SocketAddress* peer) {
     // A connection that was reset before we accepted it is simply gone; nothing to report.
     if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ECONNABORTED || errno == EPROTO) {
       return Result::kInProgress;
+    }
+    if (errnoOut != nullptr) {
+      *errnoOut = errno;
+      return Result::kSystemError;
     }
     return fail(Result::kSystemError, "accept failed: %s (too many open files? raise 'ulimit -n')", strerror(errno));
   }

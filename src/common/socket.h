@@ -64,8 +64,10 @@ class Socket {
 
   // Binds to `addr` (port 0 = any) and listens; `addr` receives the bound port.
   static Result listen(SocketAddress* addr, Socket* out);
-  // Non-blocking accept: kInProgress when no connection is pending.
-  Result accept(Socket* out, SocketAddress* peer = nullptr);
+  // Non-blocking accept: kInProgress when no connection is pending. Other failures (EMFILE ...)
+  // are recorded with fail(), unless `errnoOut` is given: then kSystemError comes back unlogged
+  // with the errno there, for a caller that retries and must rate-limit its own message.
+  Result accept(Socket* out, SocketAddress* peer = nullptr, int* errnoOut = nullptr);
   // Starts a non-blocking connect; finishConnect() reports kInProgress until it is up.
   static Result startConnect(const SocketAddress& addr, Socket* out);
   Result finishConnect();

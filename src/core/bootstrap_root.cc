@@ -11,7 +11,14 @@
 // other nranks, rank out of range) gets an error reply first, so that rank fails with a clear
 // message. When all slots are taken, every rank receives the address table and the thread exits.
 // At the deadline it tells the registered ranks who is missing and exits.
+//
+// Out of descriptors (EMFILE/ENFILE), accept fails while the listener stays readable, so the root
+// stops polling the listener for a back-off that doubles up to a second, and warns at most every
+// 10 s with the limit to raise. When it then gives up, it hands back a spare descriptor held for
+// this, answers the ranks still queued on the listener too, and every rank's error names the
+// open-file limit rather than a wrong unique id.
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sys/random.h>
@@ -26,6 +33,7 @@
 #include <vector>
 
 #include "src/common/config.h"
+#include "src/common/limits.h"
 #include "src/common/log.h"
 #include "src/core/bootstrap.h"
 #include "src/core/bootstrap_wire.h"
@@ -72,6 +80,31 @@ namespace {
 constexpr auto kHelloTimeout = std::chrono::seconds(10);
 // Unverified connections beyond this many are closed, oldest first (a flood cannot exhaust fds).
 constexpr size_t kMaxPending = 1024;
+// After a failed accept the listener is left alone this long, doubling per failure up to the max.
+constexpr auto kMinAcceptBackoff = std::chrono::milliseconds(10);
+constexpr auto kMaxAcceptBackoff = std::chrono::milliseconds(1000);
+// At most one warning about failing accepts per interval (the first one at once).
+constexpr auto kAcceptWarnInterval = std::chrono::seconds(10);
+// When giving up, time spent answering ranks still queued on the listener. Ranks wait one second
+// past their deadline (bootstrap.cc), which falls after ours, for this answer.
+constexpr auto kQueueAnswerBudget = std::chrono::milliseconds(500);
+
+// A descriptor (on /dev/null) kept in reserve: when the process has run out, closing it lets the
+// root accept one more connection, to tell a queued rank why the job failed.
+class ReserveFd {
+ public:
+  ReserveFd() : fd_(open("/dev/null", O_RDONLY | O_CLOEXEC)) {}
+  ~ReserveFd() { release(); }
+  ReserveFd(const ReserveFd&) = delete;
+  ReserveFd& operator=(const ReserveFd&) = delete;
+  void release() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_;
+};
 
 struct RootConn {
   Socket sock;
@@ -114,12 +147,17 @@ class Root {
 
   void pollOnce() {
     std::vector<pollfd> fds;
-    fds.push_back({listener_.fd(), POLLIN, 0});
+    const auto now = Clock::now();
+    const bool acceptPaused = now < acceptPausedUntil_;
+    fds.push_back({acceptPaused ? -1 : listener_.fd(), POLLIN, 0});  // poll skips a negative fd
     for (auto& c : pending_) fds.push_back({c->sock.fd(), POLLIN, 0});
     for (auto& c : registered_) {
       if (c) fds.push_back({c->sock.fd(), POLLIN, 0});
     }
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now()).count();
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - now).count();
+    if (acceptPaused) {
+      left = std::min<int64_t>(left, std::chrono::ceil<std::chrono::milliseconds>(acceptPausedUntil_ - now).count());
+    }
     int timeout = static_cast<int>(std::clamp<int64_t>(left, 0, 100));
     if (poll(fds.data(), fds.size(), timeout) < 0 && errno != EINTR) {
       MIXCCL_WARN("bootstrap root %s: poll failed: %s", addr_.toString().c_str(), strerror(errno));
@@ -169,8 +207,14 @@ class Root {
   void acceptAll() {
     for (;;) {
       auto c = std::make_unique<RootConn>();
-      Result r = listener_.accept(&c->sock, &c->from);
-      if (r != Result::kSuccess) return;  // kInProgress: none left; errors were logged by accept
+      int err = 0;
+      Result r = listener_.accept(&c->sock, &c->from, &err);
+      if (r == Result::kInProgress) return;  // none left
+      if (r != Result::kSuccess) {
+        acceptFailed(err);
+        return;
+      }
+      acceptBackoff_ = std::chrono::milliseconds(0);
       c->opened = Clock::now();
       if (pending_.size() >= kMaxPending) {
         MIXCCL_WARN("bootstrap root %s: more than %zu unidentified connections; closing the oldest (from %s)",
@@ -179,6 +223,38 @@ class Root {
       }
       pending_.push_back(std::move(c));
     }
+  }
+
+  // The listener stays readable while connections wait in its queue, so an immediate retry would
+  // spin: pause it, and warn once per interval with the count of failures since the last warning.
+  void acceptFailed(int err) {
+    const auto now = Clock::now();
+    acceptErrno_ = err;
+    ++acceptFailures_;
+    acceptBackoff_ = std::clamp(acceptBackoff_ * 2, std::chrono::milliseconds(kMinAcceptBackoff),
+                                std::chrono::milliseconds(kMaxAcceptBackoff));
+    acceptPausedUntil_ = now + acceptBackoff_;
+    if (acceptWarned_ && now - lastAcceptWarn_ < kAcceptWarnInterval) return;
+    MIXCCL_WARN(
+        "bootstrap root %s: %s (%llu failed accepts since the last report; %u of %u ranks registered; "
+        "retrying until the timeout)",
+        addr_.toString().c_str(), acceptCause().c_str(), static_cast<unsigned long long>(acceptFailures_),
+        registeredCount_, nranks_);
+    acceptWarned_ = true;
+    lastAcceptWarn_ = now;
+    acceptFailures_ = 0;
+  }
+
+  std::string acceptCause() const {
+    std::string limit = " (RLIMIT_NOFILE soft/hard = " + fileLimitText() + ")";
+    if (acceptErrno_ == EMFILE) {
+      return "cannot accept rank connections: too many open files" + limit + "; raise ulimit -n";
+    }
+    if (acceptErrno_ == ENFILE) {
+      return "cannot accept rank connections: too many open files in the system" + limit +
+             "; close files or raise fs.file-max";
+    }
+    return std::string("cannot accept rank connections: ") + strerror(acceptErrno_);
   }
 
   void handleHello(std::unique_ptr<RootConn> c) {
@@ -272,14 +348,55 @@ class Root {
     }
     if (nranks_ == 0) missing = "all (no rank registered)";
     char why[kMaxReplyMessage];
-    snprintf(why, sizeof(why),
-             "bootstrap root %s gave up after %.1f s: %u of %u ranks registered, missing ranks %s%s; check that "
-             "every rank started and received the same unique id (MIXCCL_TIMEOUT sets the limit)",
-             addr_.toString().c_str(), seconds, registeredCount_, nranks_, missing.c_str(), listed == 16 ? ",..." : "");
+    if (acceptErrno_ != 0) {
+      // Ranks that could not be accepted are not missing: blaming their unique id would mislead.
+      snprintf(why, sizeof(why),
+               "bootstrap root %s gave up after %.1f s with %u rank(s) registered: it %s (the root runs in the "
+               "process that called ncclGetUniqueId, or in rank 0 with NCCL_COMM_ID)",
+               addr_.toString().c_str(), seconds, registeredCount_, acceptCause().c_str());
+    } else {
+      snprintf(why, sizeof(why),
+               "bootstrap root %s gave up after %.1f s: %u of %u ranks registered, missing ranks %s%s; check that "
+               "every rank started and received the same unique id (MIXCCL_TIMEOUT sets the limit)",
+               addr_.toString().c_str(), seconds, registeredCount_, nranks_, missing.c_str(),
+               listed == 16 ? ",..." : "");
+    }
     MIXCCL_WARN("%s", why);
     for (auto& c : registered_) {
       if (c) sendError(c.get(), Result::kRemoteError, why);
     }
+    if (acceptErrno_ != 0) answerQueued(why);
+  }
+
+  // Ranks still in the listener's queue would otherwise see the connection reset when the root
+  // exits, and take it for a refusal. Frees descriptors first (connections already answered, the
+  // reserve), then answers each queued rank of this job; others are closed unanswered.
+  void answerQueued(const char* why) {
+    registered_.clear();
+    pending_.clear();
+    reserve_.release();
+    const auto until = Clock::now() + kQueueAnswerBudget;
+    int answered = 0;
+    while (Clock::now() < until) {
+      RootConn c;
+      int err = 0;
+      if (listener_.accept(&c.sock, &c.from, &err) != Result::kSuccess) break;  // queue empty, or still no fd
+      // Read the hello first: closing a socket with unread data resets it, and the reply is lost.
+      while (c.got < Hello::kBytes && Clock::now() < until) {
+        pollfd p{c.sock.fd(), POLLIN, 0};
+        auto ms = std::chrono::ceil<std::chrono::milliseconds>(until - Clock::now()).count();
+        if (poll(&p, 1, static_cast<int>(std::max<int64_t>(ms, 0))) < 0 && errno != EINTR) break;
+        if (readAvailable(c.sock.fd(), c.hello, Hello::kBytes, &c.got) != 0) break;
+      }
+      if (c.got < Hello::kBytes) continue;
+      bool addressOk = false;
+      Hello h = Hello::decode(c.hello, &addressOk);
+      if (h.magic != kHelloMagic || h.commHash != commHash_ || !sameSecret(h.secret, secret_)) continue;
+      sendError(&c, Result::kRemoteError, why);
+      ++answered;
+    }
+    MIXCCL_INFO(log::kBootstrap, "bootstrap root %s: told %d queued rank(s) why it gave up", addr_.toString().c_str(),
+                answered);
   }
 
   Socket listener_;
@@ -292,11 +409,21 @@ class Root {
   std::vector<std::unique_ptr<RootConn>> pending_;
   std::vector<std::unique_ptr<RootConn>> registered_;
   std::vector<SocketAddress> addresses_;
+  // Accept failures: the last errno (kept for the final message), the current pause of the
+  // listener, and the rate limit of their warnings.
+  int acceptErrno_ = 0;
+  uint64_t acceptFailures_ = 0;
+  std::chrono::milliseconds acceptBackoff_{0};
+  Clock::time_point acceptPausedUntil_{};
+  bool acceptWarned_ = false;
+  Clock::time_point lastAcceptWarn_{};
+  ReserveFd reserve_;
 };
 
 }  // namespace
 
 Result startRoot(SocketAddress* addr, uint64_t commHash, const uint8_t secret[16]) {
+  raiseFileLimit();  // the root holds a connection per rank while the job registers
   Socket listener;
   MIXCCL_TRY(Socket::listen(addr, &listener));
   try {

@@ -10,7 +10,9 @@
 #include <thread>
 
 #include "src/common/config.h"
+#include "src/common/limits.h"
 #include "src/common/log.h"
+#include "src/common/version.h"
 
 namespace mixccl {
 
@@ -56,8 +58,8 @@ void Communicator::setAsyncError(Result r) {
 Result Communicator::init(const UniqueIdData& id) {
   log::RankScope scope(rank_);
   config::logNonDefaults();
-  static std::once_flag versionOnce;
-  std::call_once(versionOnce, [] { MIXCCL_LOG_(kVersion, log::kInit, "NCCL version 2.28.9+mixccl (host backend)"); });
+  version::logBanner("host backend");
+  raiseFileLimit();  // a socket or shm file per peer outgrows a soft limit of 1024 (limits.h)
   Result r = [&]() -> Result {
     commHash_ = id.commHash;
     backend_ = makeHostBackend();

@@ -4,8 +4,11 @@
 // %h/%p, and NCCL's line shape "host:pid:tid [rank] NCCL INFO ...". Each case runs in a forked
 // child so the environment is read fresh.
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <nccl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -69,7 +72,9 @@ TEST(LogTest, InfoLinesHaveNcclShapeAndFilePatternExpands) {
   std::remove(found.c_str());
   EXPECT_TRUE(std::regex_search(text, std::regex(host() + ":[0-9]+:[0-9]+ \\[0\\] NCCL INFO .*Init COMPLETE"))) << text;
   EXPECT_TRUE(std::regex_search(text, std::regex(":[0-9]+:[0-9]+ \\[0\\] NCCL WARN .*sendbuff is NULL"))) << text;
-  EXPECT_TRUE(std::regex_search(text, std::regex("NCCL version 2\\.28\\.9"))) << text;
+  // NCCL's banner shape, then our own version: "NCCL version 2.28.9+mixccl-0.3.0 (git abc1234, host backend)".
+  EXPECT_TRUE(std::regex_search(text, std::regex("NCCL version 2\\.28\\.9\\+mixccl-[0-9]+\\.[0-9]+\\.[0-9]+ \\(")))
+      << text;
 }
 
 TEST(LogTest, SubsystemFilterAndWarnLevel) {
@@ -84,6 +89,36 @@ TEST(LogTest, SubsystemFilterAndWarnLevel) {
   EXPECT_NE(text.find("NCCL INFO NCCL version"), std::string::npos) << text;
   EXPECT_NE(text.find("NCCL WARN"), std::string::npos) << text;
   std::remove(file.c_str());
+}
+
+// MIXCCL_COMM_SECRET authenticates an NCCL_COMM_ID job; logs get pasted into bug reports, so its
+// value must never appear in one, even with every subsystem at INFO. The log must still say that
+// the knob is set (the line proves the value was read, so the test cannot pass vacuously).
+TEST(LogTest, CommSecretValueNeverLogged) {
+  const std::string secret = "s3cr3t-5f2a9c0d71e4b8a6";
+  int port = 0;
+  {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(a);
+    ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+    ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+    port = ntohs(a.sin_port);
+    close(fd);
+  }
+  std::string file = ::testing::TempDir() + "/mixccl_log_secret.txt";
+  std::string text = runWithEnv({{"NCCL_DEBUG", "INFO"},
+                                 {"NCCL_DEBUG_SUBSYS", "ALL"},
+                                 {"NCCL_DEBUG_FILE", file},
+                                 {"NCCL_COMM_ID", "127.0.0.1:" + std::to_string(port)},
+                                 {"MIXCCL_COMM_SECRET", secret}},
+                                file);
+  std::remove(file.c_str());
+  EXPECT_NE(text.find("Init COMPLETE"), std::string::npos) << text;
+  EXPECT_NE(text.find("MIXCCL_COMM_SECRET set by environment (value hidden)"), std::string::npos) << text;
+  EXPECT_EQ(text.find(secret), std::string::npos) << text;
 }
 
 }  // namespace

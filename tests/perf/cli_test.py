@@ -3,8 +3,10 @@
 # SPDX-FileCopyrightText: 2026 The mixccl authors
 """Flag handling of the perf tools: nccl-tests' spellings reach the preamble, unsupported requests
 (-m cuda, -g 2, a bad size, a root past the last rank, processes on several hosts without a
-rendezvous) fail with a message and a non-zero status.  Usage: cli_test.py BINDIR"""
+rendezvous) fail with a message and a non-zero status; --version names the project version.
+Usage: cli_test.py BINDIR VERSION"""
 import os
+import re
 import subprocess
 import sys
 
@@ -12,6 +14,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import nccltests_output  # noqa: E402
 
 BIN = sys.argv[1]
+VERSION = sys.argv[2]
 CLEAN = {k: v for k, v in os.environ.items()
          if not k.startswith(("OMPI_", "PMI_", "PMIX_", "SLURM_", "MASTER_", "NCCL_COMM_ID"))
          and k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
@@ -49,6 +52,10 @@ refused("several hosts, no rendezvous",
         "NCCL_COMM_ID")
 p = run("all_reduce", "--help")
 expect("--help", p.returncode == 0 and "--minbytes" in p.stdout and "--op" in p.stdout, p)
+p = run("all_reduce", "--version")
+version_re = re.compile(rf"all_reduce_perf from mixccl {re.escape(VERSION)}( \(git [0-9a-f]+\))?, NCCL 2\.28\.9 API\n"
+                        r"library loaded: ncclGetVersion\(\) = 22809\n")
+expect("--version", p.returncode == 0 and version_re.match(p.stdout), p)
 
 # Long and short spellings, suffixes, step in bytes, agg iters through nccl-tests' -m N.
 p = run("all_reduce", "--minbytes", "1K", "-e", "3K", "-i", "1K", "-n", "3", "-w", "0", "-m", "2", "-t", "2")

@@ -184,6 +184,10 @@ usage)
   "$run" --help >"$dir/out" 2>"$dir/err"
   expect_rc $? 0
   grep -q "^usage: mixcclrun -np N" "$dir/out" || fail "--help prints no usage"
+  "$run" --version >"$dir/out" 2>"$dir/err"
+  expect_rc $? 0
+  grep -qE '^mixcclrun from mixccl [0-9]+\.[0-9]+\.[0-9]+( \(git [0-9a-f]+\))?$' "$dir/out" ||
+    fail "--version prints '$(cat "$dir/out")'"
   "$run" -np 2 /nonexistent/command >"$dir/out" 2>"$dir/err"
   expect_rc $? 127
   expect_err "cannot execute '/nonexistent/command'"
