@@ -20,16 +20,6 @@
 
 namespace {
 
-#define RANK_CHECK(cond, ...)                                \
-  do {                                                       \
-    if (!(cond)) {                                           \
-      fprintf(stderr, "rank %d: ", rank);                    \
-      fprintf(stderr, __VA_ARGS__);                          \
-      fprintf(stderr, " (%s)\n", ncclGetLastError(nullptr)); \
-      return 1;                                              \
-    }                                                        \
-  } while (0)
-
 // The body of one rank process; returns its exit status.
 int runRank(int rank, int n, const ncclUniqueId& id) {
   ncclComm_t comm = nullptr;

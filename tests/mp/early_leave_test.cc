@@ -52,16 +52,6 @@ constexpr int kLateRank = 2;
 constexpr int kLeaver = 1;
 constexpr size_t kCount = (1 << 20) + 3;  // several chunks, odd
 
-#define RANK_CHECK(cond, ...)                                \
-  do {                                                       \
-    if (!(cond)) {                                           \
-      fprintf(stderr, "rank %d: ", rank);                    \
-      fprintf(stderr, __VA_ARGS__);                          \
-      fprintf(stderr, " (%s)\n", ncclGetLastError(nullptr)); \
-      return 1;                                              \
-    }                                                        \
-  } while (0)
-
 int runRank(int rank, const ncclUniqueId& id, Leave leave) {
   ncclComm_t comm = nullptr;
   RANK_CHECK(ncclCommInitRank(&comm, kRanks, id, rank) == ncclSuccess, "init failed");

@@ -15,6 +15,18 @@
 #include <functional>
 #include <vector>
 
+// In a rank's body (a function of `int rank` returning its exit status): on failure, print the
+// rank, the message and ncclGetLastError(), and return 1.
+#define RANK_CHECK(cond, ...)                                \
+  do {                                                       \
+    if (!(cond)) {                                           \
+      fprintf(stderr, "rank %d: ", rank);                    \
+      fprintf(stderr, __VA_ARGS__);                          \
+      fprintf(stderr, " (%s)\n", ncclGetLastError(nullptr)); \
+      return 1;                                              \
+    }                                                        \
+  } while (0)
+
 namespace mixccl::testing {
 
 // body(rank, id) is one rank's process; its return value is the exit status. Returns every

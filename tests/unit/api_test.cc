@@ -29,6 +29,18 @@ class ApiTest : public ::testing::Test {
   }
 };
 
+// Polls ncclCommGetAsyncError (up to 30 s) until a non-blocking init or finalize is done; returns
+// its result (ncclInProgress if it never finished).
+ncclResult_t waitAsync(ncclComm_t comm) {
+  ncclResult_t async = ncclInProgress;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (async == ncclInProgress && std::chrono::steady_clock::now() < until) {
+    if (ncclCommGetAsyncError(comm, &async) != ncclSuccess) return ncclInternalError;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return async;
+}
+
 // Sums {rank+1} over the communicator and checks the result.
 void expectAllReduceWorks(ncclComm_t comm) {
   int n = 0, rank = 0;
@@ -101,15 +113,7 @@ TEST_F(ApiTest, NonBlockingInitIsPolledWithGetAsyncError) {
     ncclResult_t res = ncclCommInitRankConfig(&comms[r], kRanks, id, r, &config);
     ASSERT_TRUE(res == ncclInProgress || res == ncclSuccess) << ncclGetErrorString(res);
   }
-  for (int r = 0; r < kRanks; ++r) {
-    ncclResult_t async = ncclInProgress;
-    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (async == ncclInProgress && std::chrono::steady_clock::now() < until) {
-      ASSERT_EQ(ncclCommGetAsyncError(comms[r], &async), ncclSuccess);
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    ASSERT_EQ(async, ncclSuccess);
-  }
+  for (int r = 0; r < kRanks; ++r) ASSERT_EQ(waitAsync(comms[r]), ncclSuccess);
   std::vector<std::thread> threads;
   for (int r = 0; r < kRanks; ++r) threads.emplace_back([&, r] { expectAllReduceWorks(comms[r]); });
   for (auto& t : threads) t.join();
@@ -119,15 +123,7 @@ TEST_F(ApiTest, NonBlockingInitIsPolledWithGetAsyncError) {
     const ncclResult_t res = ncclCommFinalize(comms[r]);
     EXPECT_TRUE(res == ncclInProgress || res == ncclSuccess) << ncclGetErrorString(res);
   }
-  for (int r = 0; r < kRanks; ++r) {
-    ncclResult_t async = ncclInProgress;
-    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (async == ncclInProgress && std::chrono::steady_clock::now() < until) {
-      ASSERT_EQ(ncclCommGetAsyncError(comms[r], &async), ncclSuccess);
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    EXPECT_EQ(async, ncclSuccess);
-  }
+  for (int r = 0; r < kRanks; ++r) EXPECT_EQ(waitAsync(comms[r]), ncclSuccess);
   for (int r = 0; r < kRanks; ++r) EXPECT_EQ(ncclCommDestroy(comms[r]), ncclSuccess);
 }
 
