@@ -153,6 +153,6 @@ class Communicator {
 };
 
 // The protocol version this build speaks (PROTOCOL.md); all ranks of a communicator must agree.
-constexpr uint32_t kProtocolVersion = 2;  // 2: stamped messages, shm closed flags
+constexpr uint32_t kProtocolVersion = 3;  // 2: stamped messages, shm closed flags; 3: per-run shm names
 
 }  // namespace mixccl
