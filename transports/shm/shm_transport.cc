@@ -214,7 +214,13 @@ class ShmRecvConnection final : public RecvConnection {
       if (map_.head()->load(std::memory_order_acquire) != tail_) return Result::kInProgress;
       return peerClosed("sender", peer_, lane_);
     }
-    if (!watch_.idle()) return peerDied("sender", peer_, lane_);
+    if (!watch_.idle()) {
+      // Same for death: the sender may have committed its last message and exited between our
+      // head read and the liveness check. Its stores are visible once it is gone, so a re-read
+      // now sees everything it ever committed; only an empty ring is a lost message.
+      if (map_.head()->load(std::memory_order_acquire) != tail_) return Result::kInProgress;
+      return peerDied("sender", peer_, lane_);
+    }
     return Result::kInProgress;
   }
 
