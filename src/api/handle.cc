@@ -2,10 +2,15 @@
 // SPDX-FileCopyrightText: 2026 The mixccl authors
 #include "src/api/handle.h"
 
+#include <pthread.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <climits>
 #include <cstddef>
 #include <cstring>
 #include <mutex>
+#include <new>
 #include <unordered_set>
 #include <vector>
 
@@ -66,12 +71,32 @@ namespace {
 
 thread_local std::vector<Communicator*> tPinned;
 
+// This process's pid, kept by a fork handler so the check on every call needs no system call.
+std::atomic<int32_t> gPid{static_cast<int32_t>(getpid())};
+
+void afterForkInChild() {
+  gPid.store(static_cast<int32_t>(getpid()), std::memory_order_relaxed);
+  // A thread of the parent may have held the registry lock at fork() and does not exist here:
+  // start the child with a fresh one, so its calls fail cleanly instead of hanging.
+  new (&gMutex) std::mutex();
+}
+
+[[maybe_unused]] const int gAtFork = pthread_atfork(nullptr, nullptr, afterForkInChild);
+
 // Requires gMutex.
 Result checkLive(const char* fn, ncclComm_t handle) {
   if (gLive->count(handle) == 0) {
     return fail(Result::kInvalidArgument,
                 "%s: comm %p is not a live communicator (destroyed, aborted or never created)", fn,
                 static_cast<void*>(handle));
+  }
+  const int32_t self = gPid.load(std::memory_order_relaxed);
+  const Communicator* c = handle->impl.get();
+  if (c->creatorPid() != self) {
+    return fail(Result::kInvalidUsage,
+                "%s: communicator of rank %d created by pid %d cannot be used in pid %d (fork): a child shares "
+                "the parent's connections, so it must create communicators of its own; this one was left untouched",
+                fn, c->rank(), c->creatorPid(), self);
   }
   return Result::kSuccess;
 }

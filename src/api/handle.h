@@ -19,11 +19,16 @@ namespace mixccl::api {
 
 // Registers a new handle owning `comm`.
 ncclComm* registerComm(std::unique_ptr<Communicator> comm);
-// The communicator of a live handle; kInvalidArgument naming `fn` otherwise. It stays pinned
-// (Communicator::enterCall) until the calling API function returns (guard.h).
+// The communicator of a live handle; kInvalidArgument naming `fn` otherwise, kInvalidUsage in a
+// process other than its creator's (a fork()ed child: the parent owns its sockets and shared
+// memory). It stays pinned (Communicator::enterCall) until the calling API function returns
+// (guard.h).
 Result lookupComm(const char* fn, ncclComm_t handle, Communicator** out);
 // For destroy and abort: unregisters a live handle atomically, so later lookups fail and only one
-// of several racing destroyers wins; the caller then waits for pinned calls and frees it.
+// of several racing destroyers wins; the caller then waits for pinned calls and frees it. In a
+// fork()ed child it is kInvalidUsage and the handle stays: freeing the copy would close the
+// parent's rank page and shared lanes, and tell its peers it left. The child's copy of the memory
+// goes when the child exits.
 Result takeComm(const char* fn, ncclComm_t handle, Communicator** out);
 // Frees a handle taken with takeComm once no call uses it (Communicator::waitForCalls).
 void freeComm(ncclComm* handle);

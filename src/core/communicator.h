@@ -10,6 +10,11 @@
 // cross-thread entry points are abort()/revoke() (any thread, any time) and the async error,
 // which are atomics. A call in flight holds a CallGuard; destroy/abort wait until none is held
 // (the engine observes the abort flag within a millisecond or so), so freeing never races a call.
+//
+// Processes: a communicator belongs to the process that created it (creatorPid()); the API
+// refuses it in a fork()ed child, which shares its sockets and shared memory with the parent.
+
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdint>
@@ -114,6 +119,7 @@ class Communicator {
   void leaveCall() { calls_.fetch_sub(1, std::memory_order_acq_rel); }
   // Waits (bounded) until no call is in flight, e.g. before freeing after abort.
   void waitForCalls();
+  int32_t creatorPid() const { return creatorPid_; }
 
   // Non-blocking init thread bookkeeping (API layer).
   std::thread& initThread() { return initThread_; }
@@ -134,6 +140,7 @@ class Communicator {
   std::atomic<bool> revoked_{false};
   std::atomic<int> asyncError_{static_cast<int>(Result::kInProgress)};
   std::atomic<int> calls_{0};
+  const int32_t creatorPid_ = static_cast<int32_t>(getpid());
   uint64_t seq_ = 0;
   std::vector<uint64_t> sendSeq_, recvSeq_;  // per peer
   uint32_t shrinkSeq_ = 0;
