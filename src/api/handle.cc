@@ -70,6 +70,7 @@ void releaseComm(ncclComm* handle) {
 namespace {
 
 thread_local std::vector<Communicator*> tPinned;
+thread_local std::vector<Communicator*> tClaimed;  // caller slots this API call took
 
 // This process's pid, kept by a fork handler so the check on every call needs no system call.
 std::atomic<int32_t> gPid{static_cast<int32_t>(getpid())};
@@ -123,13 +124,36 @@ Result takeComm(const char* fn, ncclComm_t handle, Communicator** out) {
   return Result::kSuccess;
 }
 
+Result lookupCallerComm(const char* fn, ncclComm_t handle, Communicator** out) {
+  MIXCCL_TRY(lookupComm(fn, handle, out));
+  Communicator* c = *out;
+  tClaimed.reserve(tClaimed.size() + 1);  // may throw: before the claim, so nothing leaks
+  switch (c->claimCaller()) {
+    case Communicator::Claim::kTaken:
+      tClaimed.push_back(c);
+      return Result::kSuccess;
+    case Communicator::Claim::kNested:
+      return Result::kSuccess;
+    case Communicator::Claim::kBusy:
+      break;
+  }
+  return fail(Result::kInvalidUsage,
+              "%s: two threads called on communicator of rank %d at the same time; NCCL allows one thread at a time "
+              "per communicator (this call was refused and changed nothing; the other one goes on)",
+              fn, c->rank());
+}
+
 void unpinCallComms() noexcept {
+  // Slots first: the pin is what keeps the communicator alive.
+  for (Communicator* c : tClaimed) c->releaseCaller();
+  tClaimed.clear();
   for (Communicator* c : tPinned) c->leaveCall();
   tPinned.clear();
 }
 
 Result lookupReadyComm(const char* fn, ncclComm_t handle, Communicator** out) {
-  MIXCCL_TRY(lookupComm(fn, handle, out));
+  // The slot before the join below: two threads must not join one init thread.
+  MIXCCL_TRY(lookupCallerComm(fn, handle, out));
   Communicator* c = *out;
   // A non-blocking init may still run: operations wait for it rather than fail.
   if (c->state() == CommState::kInitializing && c->initThread().joinable()) c->initThread().join();
