@@ -2,10 +2,15 @@
 // SPDX-FileCopyrightText: 2026 The mixccl authors
 #include "src/api/handle.h"
 
+#include <pthread.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <climits>
 #include <cstddef>
 #include <cstring>
 #include <mutex>
+#include <new>
 #include <unordered_set>
 #include <vector>
 
@@ -65,6 +70,19 @@ void releaseComm(ncclComm* handle) {
 namespace {
 
 thread_local std::vector<Communicator*> tPinned;
+thread_local std::vector<Communicator*> tClaimed;  // caller slots this API call took
+
+// This process's pid, kept by a fork handler so the check on every call needs no system call.
+std::atomic<int32_t> gPid{static_cast<int32_t>(getpid())};
+
+void afterForkInChild() {
+  gPid.store(static_cast<int32_t>(getpid()), std::memory_order_relaxed);
+  // A thread of the parent may have held the registry lock at fork() and does not exist here:
+  // start the child with a fresh one, so its calls fail cleanly instead of hanging.
+  new (&gMutex) std::mutex();
+}
+
+[[maybe_unused]] const int gAtFork = pthread_atfork(nullptr, nullptr, afterForkInChild);
 
 // Requires gMutex.
 Result checkLive(const char* fn, ncclComm_t handle) {
@@ -72,6 +90,14 @@ Result checkLive(const char* fn, ncclComm_t handle) {
     return fail(Result::kInvalidArgument,
                 "%s: comm %p is not a live communicator (destroyed, aborted or never created)", fn,
                 static_cast<void*>(handle));
+  }
+  const int32_t self = gPid.load(std::memory_order_relaxed);
+  const Communicator* c = handle->impl.get();
+  if (c->creatorPid() != self) {
+    return fail(Result::kInvalidUsage,
+                "%s: communicator of rank %d created by pid %d cannot be used in pid %d (fork): a child shares "
+                "the parent's connections, so it must create communicators of its own; this one was left untouched",
+                fn, c->rank(), c->creatorPid(), self);
   }
   return Result::kSuccess;
 }
@@ -98,13 +124,36 @@ Result takeComm(const char* fn, ncclComm_t handle, Communicator** out) {
   return Result::kSuccess;
 }
 
+Result lookupCallerComm(const char* fn, ncclComm_t handle, Communicator** out) {
+  MIXCCL_TRY(lookupComm(fn, handle, out));
+  Communicator* c = *out;
+  tClaimed.reserve(tClaimed.size() + 1);  // may throw: before the claim, so nothing leaks
+  switch (c->claimCaller()) {
+    case Communicator::Claim::kTaken:
+      tClaimed.push_back(c);
+      return Result::kSuccess;
+    case Communicator::Claim::kNested:
+      return Result::kSuccess;
+    case Communicator::Claim::kBusy:
+      break;
+  }
+  return fail(Result::kInvalidUsage,
+              "%s: two threads called on communicator of rank %d at the same time; NCCL allows one thread at a time "
+              "per communicator (this call was refused and changed nothing; the other one goes on)",
+              fn, c->rank());
+}
+
 void unpinCallComms() noexcept {
+  // Slots first: the pin is what keeps the communicator alive.
+  for (Communicator* c : tClaimed) c->releaseCaller();
+  tClaimed.clear();
   for (Communicator* c : tPinned) c->leaveCall();
   tPinned.clear();
 }
 
 Result lookupReadyComm(const char* fn, ncclComm_t handle, Communicator** out) {
-  MIXCCL_TRY(lookupComm(fn, handle, out));
+  // The slot before the join below: two threads must not join one init thread.
+  MIXCCL_TRY(lookupCallerComm(fn, handle, out));
   Communicator* c = *out;
   // A non-blocking init may still run: operations wait for it rather than fail.
   if (c->state() == CommState::kInitializing && c->initThread().joinable()) c->initThread().join();

@@ -19,17 +19,27 @@ namespace mixccl::api {
 
 // Registers a new handle owning `comm`.
 ncclComm* registerComm(std::unique_ptr<Communicator> comm);
-// The communicator of a live handle; kInvalidArgument naming `fn` otherwise. It stays pinned
-// (Communicator::enterCall) until the calling API function returns (guard.h).
+// The communicator of a live handle; kInvalidArgument naming `fn` otherwise, kInvalidUsage in a
+// process other than its creator's (a fork()ed child: the parent owns its sockets and shared
+// memory). It stays pinned (Communicator::enterCall) until the calling API function returns
+// (guard.h). Takes no caller slot: for entry points any thread may call (abort, async error,
+// rank/count/device, revoke, hang report).
 Result lookupComm(const char* fn, ncclComm_t handle, Communicator** out);
+// As lookupComm, and takes the communicator's caller slot until the calling API function returns
+// (Communicator::claimCaller): for calls that issue operations or change state. kInvalidUsage
+// when another thread is inside such a call on it.
+Result lookupCallerComm(const char* fn, ncclComm_t handle, Communicator** out);
 // For destroy and abort: unregisters a live handle atomically, so later lookups fail and only one
-// of several racing destroyers wins; the caller then waits for pinned calls and frees it.
+// of several racing destroyers wins; the caller then waits for pinned calls and frees it. In a
+// fork()ed child it is kInvalidUsage and the handle stays: freeing the copy would close the
+// parent's rank page and shared lanes, and tell its peers it left. The child's copy of the memory
+// goes when the child exits.
 Result takeComm(const char* fn, ncclComm_t handle, Communicator** out);
 // Frees a handle taken with takeComm once no call uses it (Communicator::waitForCalls).
 void freeComm(ncclComm* handle);
 // Unregisters and frees a handle no other thread can know yet (its init failed inline).
 void releaseComm(ncclComm* handle);
-// As lookupComm, and the communicator must be usable for operations: initialised (a
+// As lookupCallerComm, and the communicator must be usable for operations: initialised (a
 // non-blocking init is waited for), not finalized, not aborted or revoked, no earlier error.
 Result lookupReadyComm(const char* fn, ncclComm_t handle, Communicator** out);
 

@@ -189,7 +189,7 @@ MIXCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList,
     MIXCCL_TRY(checkOut(fn, newcomm, "newcomm"));
     *newcomm = nullptr;
     Communicator* parent = nullptr;
-    MIXCCL_TRY(mixccl::api::lookupComm(fn, comm, &parent));
+    MIXCCL_TRY(mixccl::api::lookupCallerComm(fn, comm, &parent));
     if (parent->state() != mixccl::CommState::kReady || parent->aborted()) {
       return fail(Result::kInvalidUsage, "%s: the parent communicator is not initialised or was aborted", fn);
     }
@@ -232,7 +232,7 @@ MIXCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
   return apiGuard("ncclCommFinalize", [&]() -> Result {
     if (comm == nullptr) return Result::kSuccess;  // as in NCCL: nothing to finalize
     Communicator* c = nullptr;
-    MIXCCL_TRY(mixccl::api::lookupComm("ncclCommFinalize", comm, &c));
+    MIXCCL_TRY(mixccl::api::lookupCallerComm("ncclCommFinalize", comm, &c));
     if (c->initThread().joinable()) c->initThread().join();
     if (c->state() == mixccl::CommState::kFinalized) {
       // NCCL refuses a second finalize as an invalid argument.

@@ -145,7 +145,7 @@ MIXCCL_API(ncclResult_t, ncclRedOpCreatePreMulSum, ncclRedOp_t* op, void* scalar
   return apiGuard("ncclRedOpCreatePreMulSum", [&]() -> Result {
     const char* fn = "ncclRedOpCreatePreMulSum";
     Communicator* c = nullptr;
-    MIXCCL_TRY(mixccl::api::lookupComm(fn, comm, &c));
+    MIXCCL_TRY(mixccl::api::lookupCallerComm(fn, comm, &c));
     if (op == nullptr) return fail(Result::kInvalidArgument, "%s: op is NULL", fn);
     if (scalar == nullptr) return fail(Result::kInvalidArgument, "%s: scalar is NULL", fn);
     if (static_cast<int>(datatype) < 0 || static_cast<int>(datatype) >= mixccl::kNumDataTypes) {
@@ -173,7 +173,7 @@ MIXCCL_API(ncclResult_t, ncclRedOpDestroy, ncclRedOp_t op, ncclComm_t comm) {
                   static_cast<int>(op));
     }
     Communicator* c = nullptr;
-    MIXCCL_TRY(mixccl::api::lookupComm("ncclRedOpDestroy", comm, &c));
+    MIXCCL_TRY(mixccl::api::lookupCallerComm("ncclRedOpDestroy", comm, &c));
     return c->destroyRedOp(static_cast<int>(op));
   });
 }

@@ -6,10 +6,19 @@
 // transports, the lazily created connections to peers, the device backend and the user-created
 // reduction operators.
 //
-// Threading: NCCL's rule applies: one thread at a time issues calls on a communicator. The only
-// cross-thread entry points are abort()/revoke() (any thread, any time) and the async error,
-// which are atomics. A call in flight holds a CallGuard; destroy/abort wait until none is held
-// (the engine observes the abort flag within a millisecond or so), so freeing never races a call.
+// Threading: NCCL's rule applies: one thread at a time issues calls on a communicator. It is
+// enforced, not assumed: a call that issues operations takes the communicator's caller slot
+// (claimCaller(), one CAS) and a second thread that finds it taken is refused with
+// kInvalidUsage, leaving the first call undisturbed. The only cross-thread entry points are
+// abort()/revoke() (any thread, any time), the async error and the immutable facts (rank,
+// count, device), which take no slot. A call in flight also pins the communicator
+// (enterCall); destroy/abort wait until none is pinned (the engine observes the abort flag within
+// a millisecond or so), so freeing never races a call.
+//
+// Processes: a communicator belongs to the process that created it (creatorPid()); the API
+// refuses it in a fork()ed child, which shares its sockets and shared memory with the parent.
+
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdint>
@@ -119,6 +128,24 @@ class Communicator {
   // Waits (bounded) until no call is in flight, e.g. before freeing after abort.
   void waitForCalls();
 
+  // The caller slot (see the class comment). kTaken: this thread now holds it and must
+  // releaseCaller(); kNested: this thread held it already (group end inside a call); kBusy:
+  // another thread holds it. Acquire/release order one caller's work before the next one's.
+  enum class Claim { kTaken, kNested, kBusy };
+  Claim claimCaller() {
+    uintptr_t expected = 0;
+    const uintptr_t self = callerToken();
+    if (caller_.compare_exchange_strong(expected, self, std::memory_order_acquire)) return Claim::kTaken;
+    return expected == self ? Claim::kNested : Claim::kBusy;
+  }
+  void releaseCaller() { caller_.store(0, std::memory_order_release); }
+  // A non-zero number unique to each live thread (the address of a thread-local).
+  static uintptr_t callerToken() {
+    static thread_local char tag;
+    return reinterpret_cast<uintptr_t>(&tag);
+  }
+  int32_t creatorPid() const { return creatorPid_; }
+
   // Non-blocking init thread bookkeeping (API layer).
   std::thread& initThread() { return initThread_; }
   void finalize() { state_.store(CommState::kFinalized, std::memory_order_release); }
@@ -138,6 +165,8 @@ class Communicator {
   std::atomic<bool> revoked_{false};
   std::atomic<int> asyncError_{static_cast<int>(Result::kInProgress)};
   std::atomic<int> calls_{0};
+  std::atomic<uintptr_t> caller_{0};
+  const int32_t creatorPid_ = static_cast<int32_t>(getpid());
   uint64_t seq_ = 0;
   std::vector<uint64_t> sendSeq_, recvSeq_;  // per peer
   uint32_t shrinkSeq_ = 0;
@@ -157,6 +186,6 @@ class Communicator {
 };
 
 // The protocol version this build speaks (PROTOCOL.md); all ranks of a communicator must agree.
-constexpr uint32_t kProtocolVersion = 2;  // 2: stamped messages, shm closed flags
+constexpr uint32_t kProtocolVersion = 3;  // 2: stamped messages, shm closed flags; 3: per-run shm names
 
 }  // namespace mixccl

@@ -30,8 +30,42 @@ struct GroupState {
 
 thread_local GroupState tGroup;
 
+// The caller slots (communicator.h) of every communicator of a run, held until it ends. An API
+// call on this thread may hold a slot already (an operation outside a group): that is kNested.
+// Released before the run unpins its communicators (leaveCall): an abort on another thread may
+// free one as soon as it is unpinned.
+class CallerSlots {
+ public:
+  ~CallerSlots() { release(); }
+  void release() {
+    for (Communicator* c : taken_) c->releaseCaller();
+    taken_.clear();
+  }
+  Result claim(Communicator* c) {
+    taken_.reserve(taken_.size() + 1);  // may throw: before the claim, so no slot leaks
+    switch (c->claimCaller()) {
+      case Communicator::Claim::kTaken:
+        taken_.push_back(c);
+        return Result::kSuccess;
+      case Communicator::Claim::kNested:
+        return Result::kSuccess;
+      case Communicator::Claim::kBusy:
+        break;
+    }
+    return fail(Result::kInvalidUsage,
+                "ncclGroupEnd: two threads called on communicator of rank %d at the same time; NCCL allows one "
+                "thread at a time per communicator (this group's operations were dropped; the other call goes on)",
+                c->rank());
+  }
+
+ private:
+  std::vector<Communicator*> taken_;
+};
+
 // Partitions `ops` into streams (see the header) and runs them.
 Result runOps(std::vector<std::unique_ptr<Op>>& ops) {
+  CallerSlots slots;  // before anything of a communicator changes, sequence numbers included
+  for (auto& op : ops) MIXCCL_TRY(slots.claim(op->comm));
   std::vector<Stream> streams;
   std::map<std::tuple<Communicator*, int, int>, size_t> index;  // (comm, kind, peer) -> stream
   for (auto& op : ops) {
@@ -60,6 +94,7 @@ Result runOps(std::vector<std::unique_ptr<Op>>& ops) {
   }
   for (auto& op : ops) op->comm->enterCall();
   Result r = runStreams(streams);
+  slots.release();
   for (auto& op : ops) op->comm->leaveCall();
   return r;
 }

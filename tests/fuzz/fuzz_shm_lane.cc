@@ -32,6 +32,7 @@
 
 #include "tests/fuzz/fuzz_check.h"
 #include "transports/shm/shm_segment.h"
+#include "transports/shm/shm_stale.h"
 #include "transports/transport.h"
 
 using namespace mixccl;
@@ -43,6 +44,7 @@ constexpr uint32_t kDepth = 3;
 
 struct Job {
   uint64_t commHash = 0;
+  uint64_t nonce1 = 0;  // rank 1's (shm_stale.h): it names the lanes to rank 1
   std::unique_ptr<Transport> rank0, rank1;
 };
 Job* job = nullptr;
@@ -60,13 +62,13 @@ bool setUp() {
     ctx.slotBytes = kSlot;
     ctx.fifoDepth = kDepth;
     (r == 0 ? j->rank0 : j->rank1) = makeShmTransport(ctx);
-    std::vector<uint8_t> blob;
-    if ((r == 0 ? j->rank0 : j->rank1)->listen(&blob) != Result::kSuccess) return false;
+    if ((r == 0 ? j->rank0 : j->rank1)->listen(&peers[r].blob) != Result::kSuccess) return false;
     peers[r].rank = r;
     peers[r].hostHash = 1;
     peers[r].pid = getpid();
     peers[r].host = "fuzz";
   }
+  if (!decodeShmBlob(peers[1].blob, &j->nonce1)) return false;
   if (j->rank0->setPeers(peers) != Result::kSuccess || j->rank1->setPeers(peers) != Result::kSuccess) return false;
   if (j->rank1->canConnect(0) == 0) return false;
   job = j;
@@ -89,11 +91,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::unique_ptr<RecvConnection> recv;
   FUZZ_CHECK(job->rank1->connectRecv(0, kLaneColl, &recv) == Result::kSuccess);
   ShmMapping rs;
-  FUZZ_CHECK(ShmMapping::open(shmLaneName(job->commHash, 0, 1, kLaneColl), shmTotalBytes(kDepth, kSlot), &rs) ==
-             Result::kSuccess);
+  FUZZ_CHECK(ShmMapping::open(shmLaneName(job->commHash, job->nonce1, 0, 1, kLaneColl), shmTotalBytes(kDepth, kSlot),
+                              &rs) == Result::kSuccess);
   // Sending lane: the rogue receiver creates the segment, the real sender opens it on acquire.
   ShmMapping rr;
-  FUZZ_CHECK(ShmMapping::create(shmLaneName(job->commHash, 0, 1, kLaneP2p), kDepth, kSlot, 0, &rr) == Result::kSuccess);
+  FUZZ_CHECK(ShmMapping::create(shmLaneName(job->commHash, job->nonce1, 0, 1, kLaneP2p), kDepth, kSlot, 0, &rr) ==
+             Result::kSuccess);
   std::unique_ptr<SendConnection> send;
   FUZZ_CHECK(job->rank0->connectSend(1, kLaneP2p, &send) == Result::kSuccess);
 

@@ -13,6 +13,8 @@
 #include <cstring>
 #include <new>
 
+#include "transports/shm/shm_stale.h"
+
 namespace mixccl {
 namespace {
 
@@ -20,9 +22,9 @@ constexpr size_t kPageBytes = 4096;
 
 }  // namespace
 
-std::string shmRankPageName(uint64_t commHash, int rank) {
+std::string shmRankPageName(uint64_t commHash, uint64_t nonce, int rank) {
   char name[96];
-  snprintf(name, sizeof(name), "/mixccl-%016" PRIx64 "-rank%d", commHash, rank);
+  snprintf(name, sizeof(name), "/mixccl-%016" PRIx64 "-%016" PRIx64 "-rank%d", commHash, nonce, rank);
   return name;
 }
 
@@ -41,12 +43,18 @@ ShmRankPage& ShmRankPage::operator=(ShmRankPage&& o) noexcept {
   return *this;
 }
 
-Result ShmRankPage::create(uint64_t commHash, int rank, ShmRankPage* out) {
-  const std::string name = shmRankPageName(commHash, rank);
+Result ShmRankPage::create(uint64_t commHash, uint64_t nonce, int rank, ShmRankPage* out) {
+  const std::string name = shmRankPageName(commHash, nonce, rank);
   int fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+  int openErr = errno;
+  // Only a leftover can hold a name with our fresh nonce; remove it if its owner is gone.
+  if (fd < 0 && openErr == EEXIST && reclaimStaleShm(name)) {
+    fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+    openErr = errno;
+  }
   if (fd < 0) {
     return fail(Result::kSystemError, "shm: cannot create /dev/shm%s: %s (set NCCL_SHM_DISABLE=1 to use TCP)",
-                name.c_str(), strerror(errno));
+                name.c_str(), strerror(openErr));
   }
   void* base = MAP_FAILED;
   if (ftruncate(fd, kPageBytes) == 0) base = mmap(nullptr, kPageBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -59,14 +67,15 @@ Result ShmRankPage::create(uint64_t commHash, int rank, ShmRankPage* out) {
   auto* h = new (base) ShmRankPageHeader{};
   h->pid = static_cast<int32_t>(getpid());
   h->rank = rank;
+  h->pidSpace = shmPidSpace();
   h->magic.store(kShmRankPageMagic, std::memory_order_release);
   *out = ShmRankPage();
   out->header_ = h;
   return Result::kSuccess;
 }
 
-Result ShmRankPage::attach(uint64_t commHash, int rank, uint32_t peersOfOwner, ShmRankPage* out) {
-  const std::string name = shmRankPageName(commHash, rank);
+Result ShmRankPage::attach(uint64_t commHash, uint64_t nonce, int rank, uint32_t peersOfOwner, ShmRankPage* out) {
+  const std::string name = shmRankPageName(commHash, nonce, rank);
   *out = ShmRankPage();
   int fd = shm_open(name.c_str(), O_RDWR, 0600);
   if (fd < 0 && errno == ENOENT) {

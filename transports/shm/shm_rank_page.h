@@ -2,7 +2,8 @@
 // SPDX-FileCopyrightText: 2026 The mixccl authors
 #pragma once
 
-// One small shm page per rank and communicator: "/mixccl-<commHash>-rank<r>". It tells the
+// One small shm page per rank and communicator: "/mixccl-<commHash>-<nonce>-rank<r>", where the
+// nonce is the owner's per-run random number (shm_stale.h), published in its shm blob. It tells the
 // rank's same-host peers that its communicator went away (aborted or destroyed, e.g. after an
 // error) while its process lives on. Shared memory has no EOF and a live pid proves nothing, so
 // without it a peer waiting on this rank (a message, a free slot, a lane segment this rank was
@@ -12,7 +13,8 @@
 // peer finds it in setPeers() and maps it; the peer that brings the map count to the number of
 // same-host peers unlinks the name. A departing transport sets `closed` in its own page and
 // unlinks its own name (ENOENT ignored); one whose set-up never finished also unlinks every
-// other rank's page name, so ranks that died before everyone mapped leave nothing behind.
+// other rank's page name it knows, so ranks that died before everyone mapped leave nothing behind
+// (a page whose name no live rank knows is left to the stale sweep, shm_stale.h).
 
 #include <atomic>
 #include <cstdint>
@@ -28,11 +30,13 @@ struct ShmRankPageHeader {
   int32_t rank;
   std::atomic<uint32_t> mappedBy;  // same-host peers that mapped this page
   std::atomic<uint32_t> closed;    // 1 once the owner's communicator is gone
+  uint64_t pidSpace;               // the owner's shmPidSpace(): whose pid namespace `pid` lives in
 };
 
-constexpr uint64_t kShmRankPageMagic = 0x31454741504b524dull;  // "MRKPAGE1" little-endian
+// Version 2 added pidSpace (and the nonce to the name).
+constexpr uint64_t kShmRankPageMagic = 0x32454741504b524dull;  // "MRKPAGE2" little-endian
 
-std::string shmRankPageName(uint64_t commHash, int rank);
+std::string shmRankPageName(uint64_t commHash, uint64_t nonce, int rank);
 
 // A mapping of one rank page. Move-only; unmaps on destruction.
 class ShmRankPage {
@@ -45,11 +49,11 @@ class ShmRankPage {
   ShmRankPage& operator=(const ShmRankPage&) = delete;
 
   // The owner: creates and initialises its page (mode 0600).
-  static Result create(uint64_t commHash, int rank, ShmRankPage* out);
+  static Result create(uint64_t commHash, uint64_t nonce, int rank, ShmRankPage* out);
   // A peer: maps the page of `rank` and counts itself in; unlinks the name when it is the
   // `peersOfOwner`-th to do so. A page that is already gone means that rank's communicator is
   // gone (destroyed right after init, or failed): the result then reads as closed.
-  static Result attach(uint64_t commHash, int rank, uint32_t peersOfOwner, ShmRankPage* out);
+  static Result attach(uint64_t commHash, uint64_t nonce, int rank, uint32_t peersOfOwner, ShmRankPage* out);
 
   bool valid() const { return header_ != nullptr; }
   bool closed() const {

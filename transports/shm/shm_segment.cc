@@ -12,11 +12,14 @@
 #include <cstring>
 #include <new>
 
+#include "transports/shm/shm_stale.h"
+
 namespace mixccl {
 
-std::string shmLaneName(uint64_t commHash, int src, int dst, int lane) {
+std::string shmLaneName(uint64_t commHash, uint64_t receiverNonce, int src, int dst, int lane) {
   char name[96];
-  snprintf(name, sizeof(name), "/mixccl-%016" PRIx64 "-%d-%d-%d", commHash, src, dst, lane);
+  snprintf(name, sizeof(name), "/mixccl-%016" PRIx64 "-%016" PRIx64 "-%d-%d-%d", commHash, receiverNonce, src, dst,
+           lane);
   return name;
 }
 
@@ -43,11 +46,16 @@ ShmMapping& ShmMapping::operator=(ShmMapping&& o) noexcept {
 Result ShmMapping::create(const std::string& name, uint32_t depth, size_t slotBytes, int srcRank, ShmMapping* out) {
   size_t total = shmTotalBytes(depth, slotBytes);
   int fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+  int err = errno;
+  // Only a leftover can hold a name with our fresh nonce; remove it if its owners are gone.
+  if (fd < 0 && err == EEXIST && reclaimStaleShm(name)) {
+    fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+    err = errno;
+  }
   if (fd < 0) {
-    int err = errno;
     return fail(Result::kSystemError, "shm: cannot create segment /dev/shm%s for the lane from rank %d: %s%s",
                 name.c_str(), srcRank, strerror(err),
-                err == EEXIST ? " (a stale segment of the same communicator hash exists; remove it)"
+                err == EEXIST ? " (an object of that name exists and its owner still runs; remove it if it does not)"
                               : " (check that /dev/shm is mounted and writable, or set NCCL_SHM_DISABLE=1)");
   }
   // From here on the name exists; every failure path removes it again.
@@ -82,6 +90,7 @@ Result ShmMapping::create(const std::string& name, uint32_t depth, size_t slotBy
   h->totalBytes = total;
   h->receiverPid = static_cast<int32_t>(getpid());
   h->srcRank = srcRank;
+  h->pidSpace = shmPidSpace();
   new (m.head()) std::atomic<uint64_t>(0);
   new (m.tail()) std::atomic<uint64_t>(0);
   h->magic.store(kShmMagic, std::memory_order_release);

@@ -31,7 +31,7 @@
 namespace mixccl {
 
 constexpr uint64_t kShmMagic = 0x314e414c4d48534dull;  // "MSHMLAN1" little-endian
-constexpr uint32_t kShmVersion = 2;                    // 2: per-slot stamps
+constexpr uint32_t kShmVersion = 3;                    // 2: per-slot stamps; 3: pidSpace
 
 struct ShmHeader {
   std::atomic<uint64_t> magic;     // kShmMagic once the receiver finished initialising
@@ -43,6 +43,7 @@ struct ShmHeader {
   int32_t srcRank;                 // sender rank, for messages
   std::atomic<int32_t> senderPid;  // written by the sender when it maps
   std::atomic<uint32_t> mapped;    // 1 once the sender mapped (and unlinked) the segment
+  uint64_t pidSpace;               // the receiver's shmPidSpace() (shm_stale.h)
 };
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "shm counters must be lock-free across processes");
 static_assert(sizeof(ShmHeader) <= 128, "header must fit before the head counter");
@@ -66,8 +67,9 @@ inline size_t shmTotalBytes(uint32_t depth, size_t slotBytes) {
   return shmSlotsOffset(depth) + depth * shmSlotStride(slotBytes);
 }
 
-// "/mixccl-<commHash>-<src>-<dst>-<lane>": both ends derive it, so no name is exchanged.
-std::string shmLaneName(uint64_t commHash, int src, int dst, int lane);
+// "/mixccl-<commHash>-<nonce>-<src>-<dst>-<lane>", where nonce is the receiver's per-run nonce
+// (its shm blob): both ends derive it, so no name is exchanged per lane.
+std::string shmLaneName(uint64_t commHash, uint64_t receiverNonce, int src, int dst, int lane);
 
 // A mapping of one lane segment with typed accessors. Move-only; unmaps on destruction.
 class ShmMapping {
@@ -80,7 +82,8 @@ class ShmMapping {
   ShmMapping& operator=(const ShmMapping&) = delete;
 
   // Receiver: creates, sizes (with reserved pages, so a full /dev/shm is an error here and not a
-  // SIGBUS later) and initialises the segment. Fails if the name exists.
+  // SIGBUS later) and initialises the segment. Fails if the name exists, unless it is a stale
+  // leftover (shm_stale.h), which is removed first.
   static Result create(const std::string& name, uint32_t depth, size_t slotBytes, int srcRank, ShmMapping* out);
   // Sender: opens an existing segment. kInProgress while it does not exist yet or is still being
   // sized by the receiver; the header may still be uninitialised (check ready()).

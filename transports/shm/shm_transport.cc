@@ -4,23 +4,26 @@
 // Shared-memory transport: ranks on one host exchange messages through a ring of slots in a
 // POSIX shm segment per one-way lane (layout and memory ordering: shm_segment.h).
 //
-// Set-up needs no exchange beyond the peer table: the segment name follows from (commHash, src,
-// dst, lane). The receiver creates and initialises the segment inside connectRecv(); the sender
-// opens it from acquire() once it exists (kInProgress until then), maps it, marks it mapped and
-// unlinks the name at once, so after set-up /dev/shm holds nothing that a crash could leave
-// behind. Until then both destructors unlink the name too (ENOENT ignored), covering a peer that
-// died before the other end mapped.
+// Set-up needs no exchange beyond the peer table: the segment name follows from (commHash, the
+// receiver's per-run nonce from its blob, src, dst, lane; shm_stale.h). The receiver creates and
+// initialises the segment inside connectRecv(); the sender opens it from acquire() once it exists
+// (kInProgress until then), maps it, marks it mapped and unlinks the name at once, so after set-up
+// /dev/shm holds nothing that a crash could leave behind. Until then both destructors unlink the
+// name too (ENOENT ignored), covering a peer that died before the other end mapped.
 //
 // The data path makes no system calls: acquire/commit/peek/release are loads and stores on the
 // shared counters. A waiting side (ring full, ring empty, segment not there yet) checks every
 // ~100 ms that the peer process still exists (PeerWatch), since shared memory has no EOF.
+//
+// What a killed rank leaves behind anyway (a name it created that no peer mapped yet) carries its
+// nonce, so it never collides with a later job, and the next shm transport on this host removes it
+// once its owners are provably gone (sweepStaleShm at listen()).
 
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <map>
 #include <memory>
 
 #include "src/common/config.h"
@@ -28,6 +31,7 @@
 #include "transports/peer_watch.h"
 #include "transports/shm/shm_rank_page.h"
 #include "transports/shm/shm_segment.h"
+#include "transports/shm/shm_stale.h"
 #include "transports/transport.h"
 
 namespace mixccl {
@@ -210,7 +214,13 @@ class ShmRecvConnection final : public RecvConnection {
       if (map_.head()->load(std::memory_order_acquire) != tail_) return Result::kInProgress;
       return peerClosed("sender", peer_, lane_);
     }
-    if (!watch_.idle()) return peerDied("sender", peer_, lane_);
+    if (!watch_.idle()) {
+      // Same for death: the sender may have committed its last message and exited between our
+      // head read and the liveness check. Its stores are visible once it is gone, so a re-read
+      // now sees everything it ever committed; only an empty ring is a lost message.
+      if (map_.head()->load(std::memory_order_acquire) != tail_) return Result::kInProgress;
+      return peerDied("sender", peer_, lane_);
+    }
     return Result::kInProgress;
   }
 
@@ -235,26 +245,37 @@ class ShmTransport final : public Transport {
   // this side still knows the name. Removing an absent name is harmless (ENOENT).
   // Also: this rank's page says "gone" to peers that still wait on it, and no page name outlives
   // the communicator (shm_rank_page.h).
+  // A page name is known only with its owner's nonce, so pages of ranks that died before this one
+  // learnt their nonces are left to the stale sweep (shm_stale.h).
   ~ShmTransport() override {
     if (!ownPage_.valid()) return;
     ownPage_.markClosed();
-    shm_unlink(shmRankPageName(ctx_.commHash, ctx_.rank).c_str());
+    shm_unlink(shmRankPageName(ctx_.commHash, nonce_, ctx_.rank).c_str());
     if (!peersSet_) {
-      for (int r = 0; r < ctx_.nranks; ++r) shm_unlink(shmRankPageName(ctx_.commHash, r).c_str());
+      for (size_t r = 0; r < nonces_.size(); ++r) {
+        if (nonces_[r] != 0) shm_unlink(shmRankPageName(ctx_.commHash, nonces_[r], static_cast<int>(r)).c_str());
+      }
     }
     for (int p : localPeers_) {
-      for (int lane = 0; lane < kNumLanes; ++lane) shm_unlink(shmLaneName(ctx_.commHash, ctx_.rank, p, lane).c_str());
+      for (int lane = 0; lane < kNumLanes; ++lane) {
+        shm_unlink(shmLaneName(ctx_.commHash, nonces_[p], ctx_.rank, p, lane).c_str());
+      }
     }
   }
 
   const char* name() const override { return "shm"; }
 
-  // Nothing to publish: the segment names follow from the communicator hash and the ranks. The
-  // rank page must exist before the exchange, so peers find it in setPeers().
+  // Publishes this run's nonce (shm_stale.h); names follow from it, the communicator hash and
+  // the ranks. The rank page must exist before the exchange, so peers find it in setPeers().
+  // First, leftovers of crashed jobs on this host are removed.
   Result listen(std::vector<uint8_t>* blob) override {
     blob->clear();
     if (config::getBool(config::Knob::kShmDisable)) return Result::kSuccess;
-    return ShmRankPage::create(ctx_.commHash, ctx_.rank, &ownPage_);
+    sweepStaleShm();
+    nonce_ = shmNonce();
+    MIXCCL_TRY(ShmRankPage::create(ctx_.commHash, nonce_, ctx_.rank, &ownPage_));
+    *blob = encodeShmBlob(nonce_);
+    return Result::kSuccess;
   }
 
   Result setPeers(const std::vector<TransportPeer>& peers) override {
@@ -263,14 +284,27 @@ class ShmTransport final : public Transport {
     }
     peers_ = peers;
     if (!ownPage_.valid()) return Result::kSuccess;
-    // Ranks per host, to know who maps a page last.
-    std::map<uint64_t, uint32_t> perHost;
-    for (const TransportPeer& p : peers_) ++perHost[p.hostHash];
+    // The nonces of the same-host ranks that use shm (an empty blob: shm is disabled there, and
+    // canConnect() sends that pair over TCP on both sides), and how many of them map each page.
+    const uint64_t here = peers_[ctx_.rank].hostHash;
+    nonces_.assign(peers_.size(), 0);
+    uint32_t shmRanksHere = 0;
+    for (const TransportPeer& p : peers_) {
+      if (p.hostHash != here || p.blob.empty()) continue;
+      if (!decodeShmBlob(p.blob, &nonces_[p.rank])) {
+        return fail(Result::kInvalidUsage,
+                    "shm: rank %d (pid %d on host %s) publishes a %zu-byte shm blob of version %u; this rank "
+                    "speaks version %u (%zu bytes): run the same mixccl build on every rank of a host",
+                    p.rank, p.pid, p.host.c_str(), p.blob.size(), static_cast<unsigned>(p.blob[0]),
+                    static_cast<unsigned>(kShmBlobVersion), kShmBlobBytes);
+      }
+      ++shmRanksHere;
+    }
     pages_.resize(peers_.size());
     for (const TransportPeer& p : peers_) {
-      if (p.rank == ctx_.rank || p.hostHash != peers_[ctx_.rank].hostHash) continue;
+      if (p.rank == ctx_.rank || nonces_[p.rank] == 0) continue;
       localPeers_.push_back(p.rank);
-      MIXCCL_TRY(ShmRankPage::attach(ctx_.commHash, p.rank, perHost[p.hostHash] - 1, &pages_[p.rank]));
+      MIXCCL_TRY(ShmRankPage::attach(ctx_.commHash, nonces_[p.rank], p.rank, shmRanksHere - 1, &pages_[p.rank]));
     }
     peersSet_ = true;
     return Result::kSuccess;
@@ -278,20 +312,20 @@ class ShmTransport final : public Transport {
 
   int canConnect(int peer) const override {
     if (config::getBool(config::Knob::kShmDisable)) return 0;
-    if (peer < 0 || peer >= static_cast<int>(peers_.size()) || ctx_.rank >= static_cast<int>(peers_.size())) return 0;
-    return peers_[peer].hostHash == peers_[ctx_.rank].hostHash ? 10 : 0;
+    if (peer < 0 || peer >= static_cast<int>(nonces_.size()) || ctx_.rank >= static_cast<int>(nonces_.size())) return 0;
+    return nonces_[peer] != 0 ? 10 : 0;
   }
 
   Result connectSend(int peer, int lane, std::unique_ptr<SendConnection>* out) override {
     MIXCCL_TRY(checkArgs(peer, lane));
-    *out = std::make_unique<ShmSendConnection>(shmLaneName(ctx_.commHash, ctx_.rank, peer, lane), ctx_, peerInfo(peer),
-                                               lane);
+    *out = std::make_unique<ShmSendConnection>(shmLaneName(ctx_.commHash, nonces_[peer], ctx_.rank, peer, lane), ctx_,
+                                               peerInfo(peer), lane);
     return Result::kSuccess;
   }
 
   Result connectRecv(int peer, int lane, std::unique_ptr<RecvConnection>* out) override {
     MIXCCL_TRY(checkArgs(peer, lane));
-    std::string name = shmLaneName(ctx_.commHash, peer, ctx_.rank, lane);
+    std::string name = shmLaneName(ctx_.commHash, nonce_, peer, ctx_.rank, lane);
     ShmMapping map;
     MIXCCL_TRY(ShmMapping::create(name, static_cast<uint32_t>(ctx_.fifoDepth), ctx_.slotBytes, peer, &map));
     *out = std::make_unique<ShmRecvConnection>(std::move(name), std::move(map), ctx_, peerInfo(peer), lane);
@@ -300,9 +334,13 @@ class ShmTransport final : public Transport {
 
  private:
   Result checkArgs(int peer, int lane) const {
-    if (peer < 0 || peer >= static_cast<int>(peers_.size()) || lane < 0 || lane >= kNumLanes) {
+    if (peer < 0 || peer >= static_cast<int>(nonces_.size()) || lane < 0 || lane >= kNumLanes) {
       return fail(Result::kInternalError, "shm: connect to rank %d lane %d out of range (%zu peers known)", peer, lane,
-                  peers_.size());
+                  nonces_.size());
+    }
+    if (nonces_[peer] == 0) {
+      return fail(Result::kInternalError, "shm: rank %d is not reachable over shm (another host, or shm disabled)",
+                  peer);
     }
     if (ctx_.fifoDepth <= 0 || ctx_.slotBytes == 0) {
       return fail(Result::kInvalidUsage,
@@ -326,7 +364,9 @@ class ShmTransport final : public Transport {
 
   TransportContext ctx_;
   std::vector<TransportPeer> peers_;
+  uint64_t nonce_ = 0;  // this rank's, for this run (shm_stale.h)
   ShmRankPage ownPage_;
+  std::vector<uint64_t> nonces_;    // by rank; 0 unless a same-host rank using shm (self included)
   std::vector<ShmRankPage> pages_;  // by rank; valid for same-host peers
   std::vector<int> localPeers_;
   bool peersSet_ = false;
