@@ -134,6 +134,9 @@ Result TcpSendConnection::advanceConnect() {
     if (isUnreachableError(err) && limit > 0) {
       error_ = fail(Result::kRemoteError, "tcp: cannot connect lane %d: %s", lane_,
                     unreachableText(hub_->describe(peer_), err).c_str());
+    } else if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
+      error_ = fail(Result::kSystemError, "tcp: no socket for lane %d to %s: %s", lane_, hub_->describe(peer_).c_str(),
+                    strerror(err));
     } else {
       error_ = fail(Result::kRemoteError,
                     "tcp: connecting lane %d to %s failed: %s; is that rank alive and its address reachable from "
