@@ -20,11 +20,16 @@ Scenarios (each once by default; --runs N repeats them):
               so it must notice the dead link from its full send buffer (no receive to time out).
   flap        nf0 of rank k down for --flap seconds, then up again, while the job runs.
   netem       tap topology with --delay-ms one-way delay, jitter and --loss.
+  pause       rank k stopped (SIGSTOP) for --pause seconds, longer than MIXCCL_NET_TIMEOUT: a late
+              rank is not a dead link (its kernel still answers), the job must complete.
+  flap-peer   (--long only) like flap, with the bridge side of rank k's link going down.
 
-The first three inject the fault into an endless job (-N 0) once rank 0 has printed results, and
+The first four inject the fault into an endless job (-N 0) once rank 0 has printed results, and
 pass when every rank (survivors and the cut-off one) exits with an error within --limit seconds
-(30) and some survivor's error names rank k and its host as unreachable. flap and netem pass
-when the job completes with every value correct. The detection time of every rank is printed.
+(30) and some survivor's error names rank k and its host as unreachable. The detection time of
+every rank is printed. flap, flap-peer, netem and pause pass when the job completes with every
+value correct; pause also checks that a sender really waited behind the stopped rank's closed
+receive window (shrunk to 1 MiB for that).
 
 Needs root and `ip netns`; exits 77 (CTest's SKIP_RETURN_CODE) with the reason when network
 namespaces, veth pairs, bridges or tap devices cannot be created.
@@ -35,6 +40,7 @@ import os
 import re
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -43,7 +49,8 @@ import time
 SKIP = 77
 HERE = os.path.dirname(os.path.abspath(__file__))
 FAILING = ("blackhole", "down-rank", "down-peer", "sender")
-HEALING = ("flap", "netem")
+HEALING = ("flap", "netem", "pause")
+LONG_ONLY = ("flap-peer",)
 
 
 def sh(*cmd, check=True):
@@ -228,12 +235,15 @@ def inject(net, scenario, k):
         sh("bridge", "-n", net.hub, "link", "set", "dev", f"v{k}", "state", "0")
     elif scenario in ("down-rank", "flap"):
         sh("ip", "-n", net.ns(k), "link", "set", "nf0", "down")
-    elif scenario == "down-peer":
+    elif scenario in ("down-peer", "flap-peer"):
         sh("ip", "-n", net.hub, "link", "set", f"v{k}", "down")
 
 
-def heal(net, k):
-    sh("ip", "-n", net.ns(k), "link", "set", "nf0", "up")
+def heal(net, scenario, k):
+    if scenario == "flap":
+        sh("ip", "-n", net.ns(k), "link", "set", "nf0", "up")
+    else:
+        sh("ip", "-n", net.hub, "link", "set", f"v{k}", "up")
 
 
 def run_failing(scenario, args, prefix, port):
@@ -284,9 +294,19 @@ def run_failing(scenario, args, prefix, port):
 
 def run_healing(scenario, args, prefix, port):
     k = args.victim % args.nranks
+    tool = None
     if scenario == "netem":
         net = Net(prefix, args.nranks, "tap", args.delay_ms, args.jitter_ms, args.loss)
         perf = ["-b", "8", "-e", "1M", "-f", "4", "-c", "1", "-n", "3", "-w", "1"]
+    elif scenario == "pause":
+        net = Net(prefix, args.nranks, "bridge")
+        # A receive buffer of at most 1 MiB on the stopped rank (32 MiB here by default would swallow
+        # a whole row): its window closes long before the pause ends.
+        sh("ip", "netns", "exec", net.ns(k), "sh", "-c", "echo 4096 131072 1048576 > /proc/sys/net/ipv4/tcp_rmem")
+        # A broadcast root keeps sending whatever the others do: with large rows it fills the stopped
+        # rank's receive window instead of waiting for it.
+        tool = os.path.join(os.path.dirname(args.perf), "broadcast_perf")
+        perf = ["-b", "16M", "-e", "16M", "-c", "1", "-n", "10", "-w", "1", "-N", "3", "-r", "0"]
     else:
         net = Net(prefix, args.nranks, "bridge")
         # Long enough to outlast the flap with rows to spare on both sides of it.
@@ -294,33 +314,50 @@ def run_healing(scenario, args, prefix, port):
     ranks = []
     try:
         t0 = time.monotonic()
-        ranks = start_job(net, args, perf, port)
-        if scenario == "flap":
-            if not wait_rows(ranks, 3, 60):
-                print(f"{scenario}: FAIL: the job ended or stalled before the flap")
+        ranks = start_job(net, args, perf, port, tool)
+        if scenario != "netem":
+            if not wait_rows(ranks, 1 if scenario == "pause" else 3, 60):
+                print(f"{scenario}: FAIL: the job ended or stalled before the fault")
                 dump(ranks)
                 return False, {}
             rows_before = ranks[0].rows()
-            inject(net, scenario, k)
-            time.sleep(args.flap)
-            heal(net, k)
+            if scenario == "pause":
+                os.kill(ranks[k].proc.pid, signal.SIGSTOP)  # the pid is the rank's own (Rank)
+                time.sleep(args.pause / 2)
+                # Senders to the stopped rank sit behind its closed receive window: the case where
+                # TCP_USER_TIMEOUT would tear a healthy job down (docs/DEBUGGING.md section 6).
+                persist = sum(sh("ip", "netns", "exec", net.ns(i), "ss", "-tno", check=False).stdout.count("persist")
+                              for i in range(net.nranks) if i != k)
+                print(f"{scenario}: {persist} connection(s) to the stopped rank wait behind a closed window")
+                if persist == 0:
+                    print(f"{scenario}: FAIL: no sender waits behind a closed window; the scenario tests nothing")
+                    os.kill(ranks[k].proc.pid, signal.SIGCONT)
+                    return False, {}
+                time.sleep(args.pause / 2)
+                os.kill(ranks[k].proc.pid, signal.SIGCONT)
+            else:
+                inject(net, scenario, k)
+                time.sleep(args.flap)
+                heal(net, scenario, k)
             healed = time.monotonic()
             if any(r.ended is not None for r in ranks):
-                print(f"{scenario}: FAIL: a rank ended while the link was down (raise --cycles if it completed)")
+                print(f"{scenario}: FAIL: a rank ended during the fault (raise --cycles if the job completed)")
                 dump(ranks)
                 return False, {}
         until = time.monotonic() + args.job_seconds
         while time.monotonic() < until and any(r.ended is None for r in ranks):
             time.sleep(0.05)
         took = time.monotonic() - t0
-        if scenario == "flap":
-            print(f"{scenario}: rank 0 printed {rows_before} rows before the link went down; the job ended "
-                  f"{max(r.ended for r in ranks if r.ended is not None) - healed:.1f} s after it came back")
+        if scenario != "netem" and any(r.ended is not None for r in ranks):
+            print(f"{scenario}: rank 0 printed {rows_before} rows before the fault; the job ended "
+                  f"{max(r.ended for r in ranks if r.ended is not None) - healed:.1f} s after it ended")
         ok = all(r.ended is not None and r.proc.returncode == 0 for r in ranks)
         footer = [l for l in ranks[0].lines if "Out of bounds values" in l]
         ok = ok and bool(footer) and "0 OK" in footer[0]
-        what = f"{args.flap:g} s flap of rank {k}'s link" if scenario == "flap" else (
-            f"{args.delay_ms:g} ms delay, {args.jitter_ms:g} ms jitter, {args.loss * 100:g}% loss")
+        what = {"flap": f"{args.flap:g} s flap of rank {k}'s link (rank side)",
+                "flap-peer": f"{args.flap:g} s flap of rank {k}'s link (bridge side)",
+                "pause": f"{args.pause:g} s SIGSTOP of rank {k}",
+                "netem": f"{args.delay_ms:g} ms delay, {args.jitter_ms:g} ms jitter, {args.loss * 100:g}% loss"}[scenario]
         print(f"{scenario}: job with a {what} took {took:.1f} s: {footer[0].strip() if footer else 'no footer'}")
         if not ok:
             dump(ranks)
@@ -342,25 +379,30 @@ def main():
     ap.add_argument("--limit", type=float, default=30.0, help="seconds within which every rank must fail")
     ap.add_argument("--net-timeout", type=int, default=None, help="MIXCCL_NET_TIMEOUT (default: the library's)")
     ap.add_argument("--flap", type=float, default=5.0, help="seconds the link is down in 'flap'")
-    ap.add_argument("--cycles", type=int, default=40, help="sweeps of the flap job (-N)")
+    ap.add_argument("--cycles", type=int, default=12, help="sweeps of the flap and pause jobs (-N)")
+    ap.add_argument("--pause", type=float, default=None,
+                    help="seconds rank k is stopped in 'pause' (MIXCCL_NET_TIMEOUT + 5: 25 by default)")
     ap.add_argument("--delay-ms", type=float, default=5.0)
     ap.add_argument("--jitter-ms", type=float, default=2.0)
     ap.add_argument("--loss", type=float, default=0.02)
     ap.add_argument("--job-seconds", type=float, default=120.0, help="limit for a healing job to complete")
     ap.add_argument("--serial", action="store_true", help="one scenario at a time (default: one run's at once)")
     ap.add_argument("--long", action="store_true",
-                    help="3 runs of everything, flaps of 5 and 10 s (the CTest slice runs each scenario once)")
+                    help="3 runs of everything, flaps of 5 and 10 s on both sides (CTest runs each scenario once)")
     args = ap.parse_args()
+    if args.pause is None:
+        args.pause = (args.net_timeout if args.net_timeout else 20) + 5.0
     check_prerequisites()
 
     plan = []
     runs = 3 if args.long else args.runs
     for run in range(runs):
-        for s in args.scenarios.split(","):
-            if s not in FAILING + HEALING:
+        scenarios = args.scenarios.split(",") + (list(LONG_ONLY) if args.long else [])
+        for s in scenarios:
+            if s not in FAILING + HEALING + LONG_ONLY:
                 ap.error(f"unknown scenario {s}")
             plan.append((s, run, args.flap))
-            if args.long and s == "flap":
+            if args.long and s.startswith("flap"):
                 plan.append((s, run, 10.0))
     results = [None] * len(plan)
     base = f"mxnf{os.getpid() % 100000}"
