@@ -87,6 +87,14 @@ def check_prerequisites():
         sh("ip", "netns", "del", probe, check=False)
 
 
+def remove_stale_namespaces():
+    """Deletes namespaces a killed earlier run left behind (their names carry its pid)."""
+    for line in sh("ip", "netns", "list", check=False).stdout.splitlines():
+        m = re.match(r"(mxnf(\d+)-\S+)", line)
+        if m and not os.path.exists(f"/proc/{m.group(2)}"):
+            sh("ip", "netns", "del", m.group(1), check=False)
+
+
 class Net:
     """The namespaces of one job; removed by close()."""
 
@@ -405,7 +413,8 @@ def main():
             if args.long and s.startswith("flap"):
                 plan.append((s, run, 10.0))
     results = [None] * len(plan)
-    base = f"mxnf{os.getpid() % 100000}"
+    remove_stale_namespaces()
+    base = f"mxnf{os.getpid()}"
 
     def one(idx):
         s, run, flap = plan[idx]
