@@ -52,6 +52,12 @@ constexpr KnobDecl kTable[] = {
      "shared secret of a job that rendezvouses through NCCL_COMM_ID (the same random string on every rank; "
      "mixcclrun sets one)",
      /*secret=*/true},
+    // 20 s: TCP retransmits after 0.2, 0.6, 1.4, 3.0, 6.2, 12.6 s, so a connection carrying data
+    // survives a link flap of up to ~12 s and an idle one (keepalive probes every 5 s) up to ~15 s;
+    // a dead link still fails every waiting rank well within 30 s.
+    {Knob::kNetTimeout, "MIXCCL_NET_TIMEOUT", Type::kInt, "20",
+     "seconds a TCP peer (bootstrap or transport) may acknowledge nothing, keepalive probes included, before "
+     "it counts as unreachable; rides out 5-10 s link flaps; 0 = leave it to the kernel (minutes)"},
 };
 static_assert(std::size(kTable) == static_cast<size_t>(Knob::kCount_), "every knob needs a table row");
 

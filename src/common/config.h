@@ -30,6 +30,7 @@ enum class Knob : int {
   kHostId,        // MIXCCL_HOST_ID (overrides the host identity)
   kDumpOnSignal,  // MIXCCL_DUMP_ON_SIGNAL (SIGUSR1 logs hang reports)
   kCommSecret,    // MIXCCL_COMM_SECRET (authenticates NCCL_COMM_ID jobs)
+  kNetTimeout,    // MIXCCL_NET_TIMEOUT (seconds a silent TCP peer counts as reachable)
   kCount_
 };
 

@@ -46,6 +46,34 @@ void setNoDelay(int fd) {
   (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
+// Keepalive on every connected socket and, while it connects, a bound on SYN retransmissions
+// (socket.h explains why established connections carry no TCP_USER_TIMEOUT). Best effort like
+// TCP_NODELAY: a failure only costs the early notice of a dead link.
+void setLiveness(int fd, bool connecting) {
+  const int t = netTimeoutSeconds();
+  if (t <= 0) return;
+  // Probes every t/4 s after t - 3 * (t/4) s of silence; the third unanswered one fails the
+  // socket t s after the peer was last heard (20 s: probes at 5, 10, 15 s, fails at 20 s).
+  const int cnt = 3;
+  const int intvl = std::max(1, t / 4);
+  const int idle = std::max(1, t - cnt * intvl);
+  int one = 1;
+  (void)setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+  (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+  (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+  (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+  if (connecting) {
+    unsigned ms = static_cast<unsigned>(t) * 1000u;
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof(ms));
+  }
+}
+
+void clearConnectTimeout(int fd) {
+  if (netTimeoutSeconds() <= 0) return;
+  unsigned zero = 0;
+  (void)setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &zero, sizeof(zero));
+}
+
 // Parses NCCL_SOCKET_IFNAME: "" (default policy), "eth,ib" (prefixes), "^docker" (exclude
 // prefixes), "=eth0" (exact names), "^=eth0" (exclude exact names).
 struct IfFilter {
@@ -104,6 +132,35 @@ Deadline defaultDeadline() {
   // A zero or negative timeout would make every wait fail at once; treat it as "one second".
   if (seconds < 1) seconds = 1;
   return Clock::now() + std::chrono::seconds(seconds);
+}
+
+int netTimeoutSeconds() {
+  int64_t t = config::getInt(config::Knob::kNetTimeout);
+  return static_cast<int>(std::clamp<int64_t>(t, 0, 86400));
+}
+
+bool isUnreachableError(int err) {
+  return err == ETIMEDOUT || err == EHOSTUNREACH || err == ENETUNREACH || err == EHOSTDOWN || err == ENETDOWN;
+}
+
+std::string unreachableText(const std::string& who, int err) {
+  char text[512];
+  snprintf(text, sizeof(text), "%s unreachable for %d s (MIXCCL_NET_TIMEOUT): %s", who.c_str(), netTimeoutSeconds(),
+           strerror(err));
+  return text;
+}
+
+bool peerSilent(int fd) {
+  const int t = netTimeoutSeconds();
+  if (t <= 0) return false;
+  tcp_info info{};
+  socklen_t len = sizeof(info);
+  if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0) return false;
+  // A socket the kernel already gave up on reports its error on the next send.
+  if (info.tcpi_state != TCP_ESTABLISHED) return false;
+  // Any ACK, a window probe's answer included, refreshes last_ack_recv: a live receiver that
+  // reads nothing (closed window) answers, a dead link does not.
+  return info.tcpi_last_ack_recv >= static_cast<uint32_t>(t) * 1000u && (info.tcpi_unacked > 0 || info.tcpi_probes > 0);
 }
 
 uint16_t SocketAddress::port() const {
@@ -335,6 +392,7 @@ Result Socket::accept(Socket* out, SocketAddress* peer, int* errnoOut) {
     int fd = accept4(fd_, reinterpret_cast<sockaddr*>(&from.storage), &from.length, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd >= 0) {
       setNoDelay(fd);
+      setLiveness(fd, false);
       *out = Socket(fd);
       if (peer != nullptr) *peer = from;
       return Result::kSuccess;
@@ -361,6 +419,7 @@ int startConnectRaw(const SocketAddress& addr, Socket* out) {
   if (fd < 0) return errno;
   Socket s(fd);
   setNoDelay(fd);
+  setLiveness(fd, true);
   int rc;
   do {
     rc = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr.storage), addr.length);
@@ -379,6 +438,7 @@ int finishConnectRaw(int fd, int timeoutMs) {
   int err = 0;
   socklen_t len = sizeof(err);
   if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+  if (err == 0) clearConnectTimeout(fd);
   return err;
 }
 
@@ -400,6 +460,10 @@ Result Socket::finishConnect() {
   if (err != 0) return fail(Result::kRemoteError, "connection failed: %s", strerror(err));
   return Result::kSuccess;
 }
+
+int Socket::startConnectErrno(const SocketAddress& addr, Socket* out) { return startConnectRaw(addr, out); }
+
+int Socket::finishConnectErrno() { return finishConnectRaw(fd_, 0); }
 
 Result Socket::connect(const SocketAddress& addr, Deadline deadline, const std::atomic<bool>* abortFlag, Socket* out) {
   const auto start = Clock::now();
@@ -450,7 +514,10 @@ Result Socket::sendSome(const void* data, size_t bytes, size_t* done, const char
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
     *done += sent;
-    if (n < 0 && (errno == EPIPE || errno == ECONNRESET || errno == ETIMEDOUT)) {
+    if (n < 0 && isUnreachableError(errno)) {
+      return fail(Result::kRemoteError, "%s while sending", unreachableText(who, errno).c_str());
+    }
+    if (n < 0 && (errno == EPIPE || errno == ECONNRESET)) {
       return fail(Result::kRemoteError, "connection to %s lost while sending: %s", who, strerror(errno));
     }
     return fail(Result::kSystemError, "send to %s failed: %s", who, n < 0 ? strerror(errno) : "sent nothing");
@@ -472,7 +539,10 @@ Result Socket::recvSome(void* data, size_t bytes, size_t* done, const char* who)
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
     *done += got;
     if (n == 0) return fail(Result::kRemoteError, "%s closed the connection (the process exited or aborted)", who);
-    if (errno == ECONNRESET || errno == ETIMEDOUT || errno == EPIPE) {
+    if (isUnreachableError(errno)) {
+      return fail(Result::kRemoteError, "%s while receiving", unreachableText(who, errno).c_str());
+    }
+    if (errno == ECONNRESET || errno == EPIPE) {
       return fail(Result::kRemoteError, "connection to %s lost while receiving: %s", who, strerror(errno));
     }
     return fail(Result::kSystemError, "recv from %s failed: %s", who, strerror(errno));

@@ -48,6 +48,36 @@ Result parseHostPort(const std::string& text, SocketAddress* out);
 // the first non-loopback interface that is up, else loopback. Port is 0.
 Result findListenAddress(SocketAddress* out, std::string* ifname);
 
+// Liveness of TCP connections (MIXCCL_NET_TIMEOUT; docs/DEBUGGING.md, "Network faults").
+//
+// Every socket that accept() or startConnect() makes gets TCP keepalive probes tuned so that a
+// peer that answers nothing for MIXCCL_NET_TIMEOUT seconds fails the socket (ETIMEDOUT, or the
+// no-route error that caused the silence); a healthy peer's kernel answers probes even while its
+// process is busy elsewhere, so a slow rank is never taken for a dead one. While a connection is
+// being set up, TCP_USER_TIMEOUT bounds the SYN retransmissions the same way.
+//
+// TCP_USER_TIMEOUT is deliberately cleared once a connection is up: Linux applies it also to data
+// that waits because the receiver's window is closed, so a healthy rank that is late to a
+// collective by more than the timeout (a checkpoint, a slow data loader) would have its peers'
+// connections torn down. Keepalive does not probe while data is unacknowledged either, so a sender
+// that cannot move data asks peerSilent() (rate-limited) instead.
+
+// MIXCCL_NET_TIMEOUT in seconds; 0 when these checks are off (kernel defaults: minutes).
+int netTimeoutSeconds();
+
+// True for the errors a socket reports when its peer stopped answering (keepalive or SYN timeout,
+// no route, host or network down): the link or the host failed, not necessarily the process.
+bool isUnreachableError(int err);
+
+// "<who> unreachable for 20 s (MIXCCL_NET_TIMEOUT): Connection timed out", for messages.
+std::string unreachableText(const std::string& who, int err);
+
+// One getsockopt(TCP_INFO): true when the peer of this established socket has acknowledged nothing
+// for MIXCCL_NET_TIMEOUT seconds although data or a zero-window probe waits for its answer. For a
+// sender that cannot move data; call it rate-limited, never on every poll, and act only when it
+// stays true for a while (a probe may be on its way back the moment it is asked).
+bool peerSilent(int fd);
+
 class Socket {
  public:
   Socket() = default;
@@ -71,6 +101,10 @@ class Socket {
   // Starts a non-blocking connect; finishConnect() reports kInProgress until it is up.
   static Result startConnect(const SocketAddress& addr, Socket* out);
   Result finishConnect();
+  // The same, returning errno (0 = started / connected, -1 = still in progress) and logging nothing,
+  // for callers that retry some failures.
+  static int startConnectErrno(const SocketAddress& addr, Socket* out);
+  int finishConnectErrno();
   // Connects, retrying refused connections until the deadline (the peer may not listen yet).
   static Result connect(const SocketAddress& addr, Deadline deadline, const std::atomic<bool>* abortFlag, Socket* out);
 

@@ -39,6 +39,8 @@ constexpr int kPollSliceMs = 100;
 constexpr auto kHelloTimeout = std::chrono::seconds(10);
 constexpr size_t kMaxUnidentified = 1024;
 constexpr auto kRootReplyGrace = std::chrono::seconds(1);
+// How long peerSilent() must hold before a stalled send fails (see sendFrame).
+constexpr auto kSilentFor = std::chrono::seconds(1);
 
 bool aborted(const std::atomic<bool>* abortFlag) {
   return abortFlag != nullptr && abortFlag->load(std::memory_order_acquire);
@@ -169,6 +171,10 @@ struct Bootstrap::Impl {
         std::string why =
             clean ? "closed the connection"
                   : (err < 0 ? "closed the connection mid-message" : std::string("reset: ") + strerror(err));
+        if (err > 0 && isUnreachableError(err)) {
+          why = "was unreachable for " + std::to_string(netTimeoutSeconds()) +
+                " s (MIXCCL_NET_TIMEOUT: " + strerror(err) + ")";
+        }
         MIXCCL_INFO(log::kBootstrap, "rank %d: bootstrap connection from %s ended: %s", rank, peerName(c->peer).c_str(),
                     why.c_str());
         peerGone[c->peer] = why;
@@ -250,16 +256,34 @@ struct Bootstrap::Impl {
       const void* p;
       size_t n;
     } parts[2] = {{prefix.data(), prefix.size()}, {data, bytes}};
+    Clock::time_point silentSince{};
     for (const auto& part : parts) {
       size_t done = 0;
       for (;;) {
+        const size_t before = done;
         int err = writeAvailable(out[peer].fd(), part.p, part.n, &done);
         if (err != 0) {
           out[peer].close();
+          if (isUnreachableError(err)) {
+            return fail(Result::kRemoteError, "rank %d: bootstrap: %s while sending (tag 0x%x)", rank,
+                        unreachableText(peerName(peer), err).c_str(), tag);
+          }
           return fail(Result::kRemoteError, "rank %d: bootstrap connection to %s failed while sending (tag 0x%x): %s",
                       rank, peerName(peer).c_str(), tag, strerror(err));
         }
         if (done == part.n) break;
+        // Keepalive does not probe while data is unacknowledged: ask the kernel whether the peer
+        // still answers (socket.h). Once per wait slice, and only after a second of silence, so a
+        // window probe's answer in flight is not taken for a dead link.
+        if (done != before || !peerSilent(out[peer].fd())) {
+          silentSince = Clock::time_point{};
+        } else if (silentSince == Clock::time_point{}) {
+          silentSince = Clock::now();
+        } else if (Clock::now() - silentSince >= kSilentFor) {
+          out[peer].close();
+          return fail(Result::kRemoteError, "rank %d: bootstrap: %s while sending (tag 0x%x)", rank,
+                      unreachableText(peerName(peer), ETIMEDOUT).c_str(), tag);
+        }
         MIXCCL_TRY(checkWait(deadline, start, "sending to", peer, tag));
         // The peer's buffer is full: drain our own incoming side meanwhile (the peer may be
         // blocked sending to us just the same).
@@ -296,10 +320,11 @@ struct Bootstrap::Impl {
         bool stillOpen = false;
         for (auto& c : in) stillOpen |= c->peer == peer;
         if (!stillOpen) {
+          const bool unreachable = peerGone[peer].rfind("was unreachable", 0) == 0;
           return fail(Result::kRemoteError,
-                      "rank %d: %s %s before sending the message this rank waits for (tag 0x%x); it probably exited "
-                      "or aborted",
-                      rank, peerName(peer).c_str(), peerGone[peer].c_str(), tag);
+                      "rank %d: %s %s before sending the message this rank waits for (tag 0x%x); %s", rank,
+                      peerName(peer).c_str(), peerGone[peer].c_str(), tag,
+                      unreachable ? "the link or that host failed" : "it probably exited or aborted");
         }
       }
       MIXCCL_TRY(checkWait(deadline, start, "waiting for a message from", peer, tag));

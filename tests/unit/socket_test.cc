@@ -4,6 +4,7 @@
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/tcp.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -272,6 +273,76 @@ TEST(Socket, DefaultDeadlineFollowsTimeoutKnob) {
   const auto after = Clock::now();
   EXPECT_GE(d - before, std::chrono::seconds(7));
   EXPECT_LE(d - after, std::chrono::seconds(7));
+}
+
+int intOption(int fd, int level, int name) {
+  int v = -1;
+  socklen_t len = sizeof(v);
+  EXPECT_EQ(getsockopt(fd, level, name, &v, &len), 0);
+  return v;
+}
+
+// Both ends of a connection probe a silent peer and give up MIXCCL_NET_TIMEOUT after it was last
+// heard; no TCP_USER_TIMEOUT is left on an established connection (socket.h says why).
+TEST(SocketLiveness, KeepaliveFollowsNetTimeoutKnob) {
+  EnvGuard g("MIXCCL_NET_TIMEOUT", "20");
+  Socket client, server;
+  makePair(&client, &server);
+  for (const Socket* s : {&client, &server}) {
+    EXPECT_EQ(intOption(s->fd(), SOL_SOCKET, SO_KEEPALIVE), 1);
+    const int idle = intOption(s->fd(), IPPROTO_TCP, TCP_KEEPIDLE);
+    const int intvl = intOption(s->fd(), IPPROTO_TCP, TCP_KEEPINTVL);
+    const int cnt = intOption(s->fd(), IPPROTO_TCP, TCP_KEEPCNT);
+    EXPECT_EQ(idle + intvl * cnt, 20);
+    EXPECT_EQ(intOption(s->fd(), IPPROTO_TCP, TCP_USER_TIMEOUT), 0);
+  }
+}
+
+TEST(SocketLiveness, ZeroTurnsTheChecksOff) {
+  EnvGuard g("MIXCCL_NET_TIMEOUT", "0");
+  Socket client, server;
+  makePair(&client, &server);
+  EXPECT_EQ(intOption(client.fd(), SOL_SOCKET, SO_KEEPALIVE), 0);
+  EXPECT_FALSE(peerSilent(client.fd()));
+}
+
+TEST(SocketLiveness, UnreachableErrorsNameTheKnob) {
+  EnvGuard g("MIXCCL_NET_TIMEOUT", "20");
+  EXPECT_TRUE(isUnreachableError(ETIMEDOUT));
+  EXPECT_TRUE(isUnreachableError(EHOSTUNREACH));
+  EXPECT_FALSE(isUnreachableError(ECONNRESET));
+  EXPECT_EQ(unreachableText("rank 3 (host h)", ETIMEDOUT),
+            std::string("rank 3 (host h) unreachable for 20 s (MIXCCL_NET_TIMEOUT): ") + strerror(ETIMEDOUT));
+}
+
+// A receiver that is alive but reads nothing for longer than MIXCCL_NET_TIMEOUT (a rank late to a
+// collective) must not be taken for a dead link: its window closes, the sender's kernel probes it,
+// and its kernel answers. With TCP_USER_TIMEOUT on the connection Linux would abort it here.
+// (3 s, not less: the receiver's kernel rate-limits its answers to window probes that come faster
+// than every 500 ms, which the first few probes do, so a shorter timeout could see a second of
+// silence here.)
+TEST(SocketLiveness, LateReceiverIsNotDeclaredDead) {
+  EnvGuard g("MIXCCL_NET_TIMEOUT", "3");
+  Socket client, server;
+  makePair(&client, &server);
+  std::vector<uint8_t> chunk(1 << 20, 7);
+  const auto start = Clock::now();
+  size_t total = 0;
+  bool everSilent = false;
+  while (secondsSince(start) < 5.0) {
+    size_t done = 0;
+    ASSERT_EQ(client.sendSome(chunk.data(), chunk.size(), &done, "the late receiver"), Result::kSuccess) << lastError();
+    total += done;
+    everSilent |= peerSilent(client.fd());
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  EXPECT_GT(total, 0u);
+  EXPECT_FALSE(everSilent);
+  // The receiver finally reads: everything arrives.
+  std::vector<uint8_t> sink(total);
+  EXPECT_EQ(server.recvAll(sink.data(), total, Clock::now() + std::chrono::seconds(5), nullptr, "sender"),
+            Result::kSuccess)
+      << lastError();
 }
 
 }  // namespace

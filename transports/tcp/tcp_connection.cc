@@ -35,6 +35,13 @@ namespace {
 // iovec entries per sendmsg: the hello plus (header, payload) for each queued frame, capped.
 constexpr size_t kMaxIov = 64;
 
+// A stalled sender reports its peer unreachable once peerSilent() held on this many consecutive
+// checks (PeerWatch::kCheckInterval apart, so about one second): a zero-window probe's answer that
+// is on its way back at one check has arrived by the next.
+constexpr int kSilentChecks = 10;
+// Pause between connection attempts while the peer's host is unreachable.
+constexpr std::chrono::milliseconds kConnectRetry{100};
+
 // How long a departing sender keeps pushing (see ~TcpSendConnection): short against the 1 s an
 // abort may take, long enough for a loopback or LAN connect.
 constexpr std::chrono::milliseconds kLinger{50};
@@ -86,31 +93,58 @@ bool TcpSendConnection::lingerStep() {
 }
 
 Result TcpSendConnection::lost(int err) {
-  error_ = fail(Result::kRemoteError,
-                "tcp: lane %d to %s lost while sending: %s (the peer process exited or the network failed)", lane_,
-                hub_->describe(peer_).c_str(), strerror(err));
+  if (isUnreachableError(err)) {
+    error_ = fail(Result::kRemoteError, "tcp: %s, lane %d, while sending; the link or that host failed",
+                  unreachableText(hub_->describe(peer_), err).c_str(), lane_);
+  } else {
+    error_ = fail(Result::kRemoteError,
+                  "tcp: lane %d to %s lost while sending: %s (the peer process exited or the network failed)", lane_,
+                  hub_->describe(peer_).c_str(), strerror(err));
+  }
   return error_;
 }
 
+// The kernel took nothing: fine while the peer acknowledges (it may just be busy elsewhere and
+// not reading), a dead link once it stays silent (tcp_internal.h, stall_).
+Result TcpSendConnection::stalled() {
+  if (!stall_.due()) return Result::kSuccess;
+  silentChecks_ = peerSilent(sock_.fd()) ? silentChecks_ + 1 : 0;
+  return silentChecks_ >= kSilentChecks ? lost(ETIMEDOUT) : Result::kSuccess;
+}
+
 Result TcpSendConnection::advanceConnect() {
+  const auto now = std::chrono::steady_clock::now();
+  if (connectSince_ == std::chrono::steady_clock::time_point{}) connectSince_ = now;
+  int err = 0;
   if (!sock_.valid()) {
+    if (now < retryAt_) return Result::kInProgress;
     // From here on this lane is this connection's to close; before, an aborting transport still
     // owes the peer a notice (~TcpTransport), e.g. for a lane made for a step never reached.
     hub_->sendersMade[static_cast<size_t>(peer_) * kNumLanes + lane_] = 1;
-    Result r = Socket::startConnect(hub_->addrs[peer_], &sock_);
-    if (r != Result::kSuccess) {
-      error_ = fail(r,
-                    "tcp: cannot connect lane %d to %s; is that rank alive and its address reachable from here "
-                    "(NCCL_SOCKET_IFNAME)?",
-                    lane_, hub_->describe(peer_).c_str());
-      return error_;
-    }
+    err = Socket::startConnectErrno(hub_->addrs[peer_], &sock_);
   }
-  Result r = sock_.finishConnect();
-  if (r == Result::kInProgress) return r;
-  if (r != Result::kSuccess) {
-    error_ = fail(Result::kRemoteError, "tcp: connecting lane %d to %s failed; is that rank alive?", lane_,
-                  hub_->describe(peer_).c_str());
+  if (err == 0) err = sock_.finishConnectErrno();
+  if (err == -1) return Result::kInProgress;
+  if (err != 0) {
+    sock_.close();
+    const int limit = netTimeoutSeconds();
+    // ETIMEDOUT: the SYNs went unanswered for MIXCCL_NET_TIMEOUT already (TCP_USER_TIMEOUT).
+    if (isUnreachableError(err) && err != ETIMEDOUT && now - connectSince_ < std::chrono::seconds(limit)) {
+      retryAt_ = now + kConnectRetry;  // a flapping link: no route or no neighbour answer right now
+      return Result::kInProgress;
+    }
+    if (isUnreachableError(err) && limit > 0) {
+      error_ = fail(Result::kRemoteError, "tcp: cannot connect lane %d: %s", lane_,
+                    unreachableText(hub_->describe(peer_), err).c_str());
+    } else if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
+      error_ = fail(Result::kSystemError, "tcp: no socket for lane %d to %s: %s", lane_, hub_->describe(peer_).c_str(),
+                    strerror(err));
+    } else {
+      error_ = fail(Result::kRemoteError,
+                    "tcp: connecting lane %d to %s failed: %s; is that rank alive and its address reachable from "
+                    "here (NCCL_SOCKET_IFNAME)?",
+                    lane_, hub_->describe(peer_).c_str(), strerror(err));
+    }
     return error_;
   }
   connected_ = true;
@@ -145,9 +179,12 @@ Result TcpSendConnection::push() {
   msg.msg_iovlen = n;
   ssize_t got = ::sendmsg(sock_.fd(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
   if (got < 0) {
-    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return Result::kSuccess;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return stalled();
+    if (errno == EINTR) return Result::kSuccess;
     return lost(errno);
   }
+  stall_.progressed();
+  silentChecks_ = 0;
   // Account what the kernel took: first the hello, then whole frames, then a partial one.
   size_t left = static_cast<size_t>(got);
   size_t h = std::min(left, kTcpHelloBytes - helloSent_);
@@ -289,6 +326,10 @@ Result TcpRecvConnection::pump() {
     ssize_t got = ::recvmsg(sock_.fd(), &msg, MSG_DONTWAIT);
     if (got < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return Result::kSuccess;
+      if (isUnreachableError(errno)) {
+        return failed(fail(Result::kRemoteError, "tcp: %s, lane %d, while receiving; the link or that host failed",
+                           unreachableText(hub_->describe(peer_), errno).c_str(), lane_));
+      }
       return failed(fail(Result::kRemoteError, "tcp: lane %d from %s lost: %s (the peer exited or the network failed)",
                          lane_, hub_->describe(peer_).c_str(), strerror(errno)));
     }

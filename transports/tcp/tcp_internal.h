@@ -104,6 +104,7 @@ class TcpSendConnection final : public SendConnection {
   Result advanceConnect();
   Result push();
   Result lost(int err);
+  Result stalled();
 
   std::shared_ptr<TcpHub> hub_;
   int peer_;
@@ -117,6 +118,13 @@ class TcpSendConnection final : public SendConnection {
   Socket sock_;
   bool connected_ = false;
   bool acquired_ = false;
+  // Connection set-up: unreachability errors are retried until MIXCCL_NET_TIMEOUT after the first
+  // attempt, so a link flap during set-up does not fail the job.
+  std::chrono::steady_clock::time_point connectSince_{};
+  std::chrono::steady_clock::time_point retryAt_{};
+  // A kernel send buffer that stays full: peerSilent() once per PeerWatch::kCheckInterval.
+  PeerWatch stall_;
+  int silentChecks_ = 0;
   uint8_t hello_[kTcpHelloBytes] = {};
   size_t helloSent_ = 0;
   uint64_t head_ = 0;                // messages committed
