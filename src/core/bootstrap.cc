@@ -123,14 +123,20 @@ struct Bootstrap::Impl {
       still.push_back(std::move(c));
     }
     in = std::move(still);
-    if (fds[0].revents != 0) acceptAll();
+    if (fds[0].revents != 0) return acceptAll();
     return Result::kSuccess;
   }
 
-  void acceptAll() {
+  // Out of descriptors (EMFILE) is an error, not a retry: the listener stays readable, so the
+  // wait loop would otherwise spin on poll + accept until the deadline.
+  Result acceptAll() {
     for (;;) {
       auto c = std::make_unique<InConn>();
-      if (listener.accept(&c->sock, &c->from) != Result::kSuccess) return;
+      Result r = listener.accept(&c->sock, &c->from);
+      if (r == Result::kInProgress) return Result::kSuccess;
+      if (r != Result::kSuccess) {
+        return fail(r, "rank %d: bootstrap cannot accept a connection: %s", rank, lastError().c_str());
+      }
       c->opened = Clock::now();
       size_t unidentified = 0;
       for (auto& x : in) unidentified += x->peer < 0;
