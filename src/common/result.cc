@@ -10,6 +10,7 @@ namespace mixccl {
 namespace {
 thread_local std::string tLastError;
 thread_local int tQuiet = 0;
+thread_local std::string tQuietError;
 }  // namespace
 
 QuietFailures::QuietFailures() { ++tQuiet; }
@@ -19,6 +20,7 @@ Result failV(Result code, const char* fmt, va_list ap) {
   char buf[1024];
   vsnprintf(buf, sizeof(buf), fmt, ap);
   if (tQuiet > 0) {
+    tQuietError = buf;
     MIXCCL_INFO(log::kColl, "(ignored) %s", buf);
     return code;
   }
@@ -36,6 +38,7 @@ Result fail(Result code, const char* fmt, ...) {
 }
 
 const std::string& lastError() { return tLastError; }
+const std::string& lastQuietError() { return tQuietError; }
 void clearLastError() { tLastError.clear(); }
 
 const char* resultString(Result r) {

@@ -44,6 +44,9 @@ class QuietFailures {
   QuietFailures& operator=(const QuietFailures&) = delete;
 };
 
+// The last message fail() kept quiet on this thread (inside a QuietFailures scope).
+const std::string& lastQuietError();
+
 // The last message recorded by fail() on this thread ("" when none).
 const std::string& lastError();
 void clearLastError();

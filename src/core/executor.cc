@@ -38,20 +38,28 @@ void Stream::noteSend(SendConnection* c) {
   if (std::find(toFlush_.begin(), toFlush_.end(), c) == toFlush_.end()) toFlush_.push_back(c);
 }
 
-void Stream::noteProbe(SendConnection* c) {
-  if (std::find(probeFlush_.begin(), probeFlush_.end(), c) == probeFlush_.end()) probeFlush_.push_back(c);
+void Stream::noteProbe(SendConnection* c, int peer) {
+  for (const auto& p : probeFlush_) {
+    if (p.first == c) return;
+  }
+  probeFlush_.emplace_back(c, peer);
 }
 
-// Probes still queued (a TCP lane still connecting) leave when they can; one that cannot
-// (its peer left) is dropped: the call never waits for, or fails on, a probe.
-void Stream::flushProbes() {
-  QuietFailures quiet;
+// Probes still queued (a TCP lane still connecting) leave when they can. One that cannot is
+// dropped: the call never waits for, or fails on, a probe; its peer is gone (notePeerGone).
+void Stream::flushProbes(const Op& op) {
   for (size_t i = 0; i < probeFlush_.size();) {
-    if (probeFlush_[i]->flush() == Result::kInProgress) {
-      ++i;
-    } else {
-      probeFlush_.erase(probeFlush_.begin() + static_cast<std::ptrdiff_t>(i));
+    Result r;
+    {
+      QuietFailures quiet;
+      r = probeFlush_[i].first->flush();
     }
+    if (r == Result::kInProgress) {
+      ++i;
+      continue;
+    }
+    if (r != Result::kSuccess) notePeerGone(op, probeFlush_[i].second);
+    probeFlush_.erase(probeFlush_.begin() + static_cast<std::ptrdiff_t>(i));
   }
 }
 
@@ -156,9 +164,10 @@ Result Stream::progress(bool* advanced) {
     connected_ = false;
     probeTargets_.clear();
     probesDone_ = false;
+    gone_.clear();
   }
   // Everything is issued; the call may return once every message left this rank.
-  flushProbes();
+  if (!ops_.empty()) flushProbes(*ops_.back());
   while (!toFlush_.empty()) {
     Result r = toFlush_.back()->flush();
     if (r == Result::kInProgress) return Result::kSuccess;
@@ -200,33 +209,82 @@ Result Stream::peekData(Op& op, RecvConnection* rconn, int peer, const void** da
 Result Stream::sendProbes(Op& op) {
   Communicator& comm = *op.comm;
   if (op.lane != kLaneColl) return Result::kSuccess;
-  QuietFailures quiet;
   // Push what earlier rounds queued: a TCP lane still connecting holds its probe until a call
-  // moves it, and a stuck operation makes no other call on that lane.
+  // moves it, and a stuck operation makes no other call on that lane. A data message that cannot
+  // be flushed is this operation's failure, not a probe's.
   for (SendConnection* c : toFlush_) {
     Result r = c->flush();
-    if (r != Result::kInProgress && r != Result::kSuccess) {
-      // A data message that cannot be flushed is this operation's failure, not a probe's.
-      return r;
-    }
+    if (r != Result::kInProgress) MIXCCL_TRY(r);
   }
-  flushProbes();
+  flushProbes(op);
   if (probeTargets_.empty() && !probesDone_) probeTargets_ = remainingPeers(op);
   for (size_t i = 0; i < probeTargets_.size();) {
     const int peer = probeTargets_[i];
-    SendConnection* sconn = nullptr;
-    Result r = comm.sendConnection(peer, op.lane, &sconn);
-    void* slot = nullptr;
-    if (r == Result::kSuccess) r = sconn->acquire(&slot);
-    if (r == Result::kInProgress) {
-      ++i;
-      continue;
+    Result r;
+    {
+      QuietFailures quiet;
+      SendConnection* sconn = nullptr;
+      r = comm.sendConnection(peer, op.lane, &sconn);
+      void* slot = nullptr;
+      if (r == Result::kSuccess) r = sconn->acquire(&slot);
+      if (r == Result::kInProgress) {
+        ++i;
+        continue;
+      }
+      if (r == Result::kSuccess) r = sconn->commit(0, op.stamp | kStampProbe);
+      if (r == Result::kSuccess) noteProbe(sconn, peer);
     }
-    if (r == Result::kSuccess) r = sconn->commit(0, op.stamp | kStampProbe);
-    if (r == Result::kSuccess) noteProbe(sconn);
+    if (r != Result::kSuccess) notePeerGone(op, peer);
     probeTargets_.erase(probeTargets_.begin() + static_cast<std::ptrdiff_t>(i));
   }
   probesDone_ = probeTargets_.empty();
+  return Result::kSuccess;
+}
+
+// A probe found `peer` gone (its transport refused or dropped the probe: the peer's process or
+// communicator no longer exists). Whether that matters is for the lane from it to say, and only
+// while this operation still receives from it (checkGone).
+void Stream::notePeerGone(const Op& op, int peer) {
+  const auto& steps = op.schedule.steps;
+  bool receives = false;
+  for (size_t i = stepIndex_; i < steps.size() && !receives; ++i) receives = steps[i].recvPeer == peer;
+  if (!receives) return;
+  for (const GonePeer& g : gone_) {
+    if (g.peer == peer) return;
+  }
+  gone_.push_back(GonePeer{peer, 0, lastQuietError()});
+}
+
+// A gone peer that still owes this rank messages is no error as long as they are on the lane (it
+// left after its part was done: everything it sent is delivered before its lane reports the
+// departure). When the lane holds nothing and reports no error of its own for kGoneRounds idle
+// rounds, the messages can never come: the peer died, or left, before it sent them (e.g. before
+// it even opened the lane, so no closed connection tells). Rounds, not seconds: every round
+// drives the transports first, so a connection the peer opened before leaving has been accepted
+// and read by then, however loaded the machine is.
+Result Stream::checkGone(Op& op) {
+  constexpr int kGoneRounds = 8;
+  for (size_t i = 0; i < gone_.size();) {
+    GonePeer& g = gone_[i];
+    RecvConnection* rconn = nullptr;
+    MIXCCL_TRY(op.comm->recvConnection(g.peer, op.lane, &rconn));
+    const void* data = nullptr;
+    size_t bytes = 0;
+    uint64_t stamp = 0;
+    Result r = peekData(op, rconn, g.peer, &data, &bytes, &stamp);
+    if (r == Result::kSuccess) {
+      gone_.erase(gone_.begin() + static_cast<std::ptrdiff_t>(i));  // what it sent is here
+      continue;
+    }
+    if (r != Result::kInProgress) return r;  // the lane's own error says more
+    if (++g.rounds >= kGoneRounds) {
+      return fail(Result::kRemoteError,
+                  "rank %d: rank %d is gone (%s) without sending what %s still needs from it; it died or left "
+                  "early, check its log",
+                  op.comm->rank(), g.peer, g.why.c_str(), describeWait().c_str());
+    }
+    ++i;
+  }
   return Result::kSuccess;
 }
 
@@ -248,7 +306,10 @@ std::vector<int> Stream::remainingPeers(const Op& op) const {
 Result Stream::checkPending(bool probe) {
   if (finished_ || opIndex_ >= ops_.size()) return Result::kSuccess;
   Op& op = *ops_[opIndex_];
-  if (probe) MIXCCL_TRY(sendProbes(op));
+  if (probe) {
+    MIXCCL_TRY(sendProbes(op));
+    MIXCCL_TRY(checkGone(op));
+  }
   // FIFO order per lane: while this operation still expects a message from a peer, the oldest
   // message from that peer must be this operation's. On the collective lane the same holds for a
   // peer it still sends to: that peer cannot have finished this operation, so anything it sent

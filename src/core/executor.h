@@ -16,6 +16,8 @@
 // Threading: called by the thread that issued the call / ncclGroupEnd; not re-entrant per comm.
 
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "src/core/hang_report.h"
@@ -54,8 +56,10 @@ class Stream {
   Result sendProbes(Op& op);
   std::vector<int> remainingPeers(const Op& op) const;
   void noteSend(SendConnection* c);
-  void noteProbe(SendConnection* c);
-  void flushProbes();
+  void noteProbe(SendConnection* c, int peer);
+  void flushProbes(const Op& op);
+  void notePeerGone(const Op& op, int peer);
+  Result checkGone(Op& op);
 
   std::vector<Op*> ops_;
   size_t opIndex_ = 0;
@@ -67,8 +71,15 @@ class Stream {
   bool probesDone_ = false;
   int waitingPeer_ = -1;
   bool waitingRecv_ = false;
-  std::vector<SendConnection*> toFlush_;     // lanes with data committed in this call
-  std::vector<SendConnection*> probeFlush_;  // lanes with probes that may still be queued
+  std::vector<SendConnection*> toFlush_;                     // lanes with data committed in this call
+  std::vector<std::pair<SendConnection*, int>> probeFlush_;  // lanes (and peers) with probes maybe still queued
+  // Peers of ops_[opIndex_] that a probe found gone while this rank still receives from them.
+  struct GonePeer {
+    int peer;
+    int rounds;       // idle rounds since, with nothing on the lane from it
+    std::string why;  // what the probe ran into
+  };
+  std::vector<GonePeer> gone_;
 };
 
 // Runs all streams to completion (or the first error, after which the remaining streams are
