@@ -16,18 +16,9 @@
 #include <vector>
 
 #include "src/common/config.h"
+#include "tests/support/fork_ranks.h"
 
 namespace {
-
-#define RANK_CHECK(cond, ...)                                \
-  do {                                                       \
-    if (!(cond)) {                                           \
-      fprintf(stderr, "rank %d: ", rank);                    \
-      fprintf(stderr, __VA_ARGS__);                          \
-      fprintf(stderr, " (%s)\n", ncclGetLastError(nullptr)); \
-      return 1;                                              \
-    }                                                        \
-  } while (0)
 
 // An exact all-reduce: rank r contributes r + 1 + i at element i.
 bool allReduceExact(ncclComm_t comm, int n, int salt) {
