@@ -76,39 +76,14 @@ int runRank(int rank, int n, const ncclUniqueId& id) {
   return 0;
 }
 
-// Ranks are forked before the id exists (coll_mp_test.cc says why); the id follows by pipe.
+// The ranks as processes (tests/support/fork_ranks.h); 0 when every one exited cleanly.
 int runJob(int n) {
-  std::vector<pid_t> pids;
-  std::vector<int> writers;
-  for (int r = 0; r < n; ++r) {
-    int fds[2];
-    if (pipe(fds) != 0) return 1;
-    pid_t pid = fork();
-    if (pid < 0) return 1;
-    if (pid == 0) {
-      close(fds[1]);
-      for (int w : writers) close(w);
-      ncclUniqueId id;
-      const bool gotId = read(fds[0], &id, sizeof(id)) == static_cast<ssize_t>(sizeof(id));
-      const int status = gotId ? runRank(r, n, id) : 1;
-      fflush(nullptr);
-      _exit(status);
-    }
-    close(fds[0]);
-    pids.push_back(pid);
-    writers.push_back(fds[1]);
-  }
-  ncclUniqueId id;
-  const bool haveId = ncclGetUniqueId(&id) == ncclSuccess;
-  for (int w : writers) {
-    if (haveId && write(w, &id, sizeof(id)) != static_cast<ssize_t>(sizeof(id))) fprintf(stderr, "job: id write\n");
-    close(w);
-  }
+  const std::vector<int> statuses =
+      mixccl::testing::forkRanks(n, [n](int rank, const ncclUniqueId& id) { return runRank(rank, n, id); });
   int result = 0;
   for (int r = 0; r < n; ++r) {
-    int status = 0;
-    if (waitpid(pids[r], &status, 0) != pids[r] || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      fprintf(stderr, "job: rank %d ended with status 0x%x\n", r, status);
+    if (!mixccl::testing::exitedCleanly(statuses[r])) {
+      fprintf(stderr, "job: rank %d ended with status 0x%x\n", r, statuses[r]);
       result = 1;
     }
   }
