@@ -127,16 +127,7 @@ Result takeComm(const char* fn, ncclComm_t handle, Communicator** out) {
 Result lookupCallerComm(const char* fn, ncclComm_t handle, Communicator** out) {
   MIXCCL_TRY(lookupComm(fn, handle, out));
   Communicator* c = *out;
-  tClaimed.reserve(tClaimed.size() + 1);  // may throw: before the claim, so nothing leaks
-  switch (c->claimCaller()) {
-    case Communicator::Claim::kTaken:
-      tClaimed.push_back(c);
-      return Result::kSuccess;
-    case Communicator::Claim::kNested:
-      return Result::kSuccess;
-    case Communicator::Claim::kBusy:
-      break;
-  }
+  if (c->claimCallerInto(&tClaimed)) return Result::kSuccess;
   return fail(Result::kInvalidUsage,
               "%s: two threads called on communicator of rank %d at the same time; NCCL allows one thread at a time "
               "per communicator (this call was refused and changed nothing; the other one goes on)",

@@ -139,6 +139,15 @@ class Communicator {
     return expected == self ? Claim::kNested : Claim::kBusy;
   }
   void releaseCaller() { caller_.store(0, std::memory_order_release); }
+  // claimCaller() for a caller that keeps what it took in `held` (to releaseCaller() later):
+  // false when another thread holds the slot. `held` grows before the claim, so a throwing
+  // allocation never leaves a slot taken and unrecorded.
+  bool claimCallerInto(std::vector<Communicator*>* held) {
+    held->reserve(held->size() + 1);
+    const Claim claim = claimCaller();
+    if (claim == Claim::kTaken) held->push_back(this);
+    return claim != Claim::kBusy;
+  }
   // A non-zero number unique to each live thread (the address of a thread-local).
   static uintptr_t callerToken() {
     static thread_local char tag;

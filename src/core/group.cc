@@ -42,16 +42,7 @@ class CallerSlots {
     taken_.clear();
   }
   Result claim(Communicator* c) {
-    taken_.reserve(taken_.size() + 1);  // may throw: before the claim, so no slot leaks
-    switch (c->claimCaller()) {
-      case Communicator::Claim::kTaken:
-        taken_.push_back(c);
-        return Result::kSuccess;
-      case Communicator::Claim::kNested:
-        return Result::kSuccess;
-      case Communicator::Claim::kBusy:
-        break;
-    }
+    if (c->claimCallerInto(&taken_)) return Result::kSuccess;
     return fail(Result::kInvalidUsage,
                 "ncclGroupEnd: two threads called on communicator of rank %d at the same time; NCCL allows one "
                 "thread at a time per communicator (this group's operations were dropped; the other call goes on)",
