@@ -57,8 +57,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "src/common/result.h"
-#include "src/common/types.h"
+#include "common/result.h"
+#include "common/types.h"
 
 namespace mixccl::algo {
 

@@ -39,7 +39,7 @@ else()
   set(MIXCCL_VERSION_TEXT "${PROJECT_VERSION}")
 endif()
 message(STATUS "mixccl: version ${MIXCCL_VERSION_TEXT}, NCCL ${MIXCCL_NCCL_ABI_VERSION} ABI")
-# Only src/common/version.cc and the tools' version flags include this header, so a new commit
+# Only common/version.cc and the tools' version flags include this header, so a new commit
 # recompiles those few files, not the library.
 configure_file(${PROJECT_SOURCE_DIR}/cmake/mixccl_version.h.in ${PROJECT_BINARY_DIR}/generated/mixccl_version.h @ONLY)
 set(MIXCCL_GENERATED_INCLUDE_DIR ${PROJECT_BINARY_DIR}/generated)

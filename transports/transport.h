@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "src/common/result.h"
+#include "common/result.h"
 
 namespace mixccl {
 

@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <memory>
 
+#include "common/log.h"
 #include "src/api/guard.h"
 #include "src/api/handle.h"
-#include "src/common/log.h"
 #include "src/core/group.h"
 #include "src/core/op.h"
 

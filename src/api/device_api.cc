@@ -12,9 +12,9 @@
 
 #include "mixccl/device_api.h"
 
+#include "common/log.h"
+#include "common/result.h"
 #include "src/api/guard.h"
-#include "src/common/log.h"
-#include "src/common/result.h"
 
 namespace mixccl::api {
 namespace {

@@ -14,8 +14,8 @@
 #include <new>
 #include <system_error>
 
+#include "common/result.h"
 #include "nccl.h"
-#include "src/common/result.h"
 
 #define MIXCCL_API(ret, name, ...)                                                           \
   extern "C" __attribute__((visibility("default"))) ret p##name(__VA_ARGS__);                \

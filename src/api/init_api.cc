@@ -7,9 +7,9 @@
 #include <cstring>
 #include <thread>
 
+#include "common/log.h"
 #include "src/api/guard.h"
 #include "src/api/handle.h"
-#include "src/common/log.h"
 #include "src/core/comm_split.h"
 #include "src/core/finalize.h"
 #include "src/core/group.h"

@@ -26,7 +26,7 @@
 #include <tuple>
 #include <vector>
 
-#include "src/common/log.h"
+#include "common/log.h"
 #include "src/core/bootstrap_wire.h"
 
 namespace mixccl {

@@ -24,8 +24,8 @@
 #include <memory>
 #include <vector>
 
-#include "src/common/result.h"
-#include "src/common/socket.h"
+#include "common/result.h"
+#include "common/socket.h"
 
 namespace mixccl {
 

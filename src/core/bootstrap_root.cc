@@ -32,9 +32,9 @@
 #include <thread>
 #include <vector>
 
-#include "src/common/config.h"
-#include "src/common/limits.h"
-#include "src/common/log.h"
+#include "common/config.h"
+#include "common/limits.h"
+#include "common/log.h"
 #include "src/core/bootstrap.h"
 #include "src/core/bootstrap_wire.h"
 

@@ -12,9 +12,9 @@
 #include <cstring>
 #include <string>
 
-#include "src/common/result.h"
-#include "src/common/socket.h"
-#include "src/common/wire.h"
+#include "common/result.h"
+#include "common/socket.h"
+#include "common/wire.h"
 
 namespace mixccl::bootstrap {
 

@@ -6,8 +6,8 @@
 #include <cstring>
 #include <vector>
 
-#include "src/common/log.h"
-#include "src/common/wire.h"
+#include "common/log.h"
+#include "common/wire.h"
 
 namespace mixccl {
 namespace {

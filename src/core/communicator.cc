@@ -9,10 +9,10 @@
 #include <mutex>
 #include <thread>
 
-#include "src/common/config.h"
-#include "src/common/limits.h"
-#include "src/common/log.h"
-#include "src/common/version.h"
+#include "common/config.h"
+#include "common/limits.h"
+#include "common/log.h"
+#include "common/version.h"
 
 namespace mixccl {
 

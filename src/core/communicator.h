@@ -29,8 +29,8 @@
 #include <thread>
 #include <vector>
 
-#include "src/common/result.h"
-#include "src/common/types.h"
+#include "common/result.h"
+#include "common/types.h"
 #include "src/core/bootstrap.h"
 #include "src/core/hang_report.h"
 #include "src/core/peer_info.h"

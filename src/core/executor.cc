@@ -10,9 +10,9 @@
 #include <string>
 #include <thread>
 
-#include "src/common/config.h"
-#include "src/common/log.h"
-#include "src/common/socket.h"
+#include "common/config.h"
+#include "common/log.h"
+#include "common/socket.h"
 #include "src/core/communicator.h"
 #include "src/core/op_stamp.h"
 
@@ -107,11 +107,11 @@ Result Stream::tryStep(Op& op, const algo::Step& s) {
       bool pre = src != nullptr && s.src == algo::Buf::kInput;
       const void* a = in != nullptr && src != nullptr ? in : nullptr;
       const void* b = src != nullptr ? src : in;
-      MIXCCL_TRY(dev->reduce(primary, a, b, s.count, op.spec, pre, s.finalize, op.stream));
+      MIXCCL_TRY(dev->reduce(primary, a, b, s.count, op.spec, pre, s.finalize, op.queue));
     } else {
-      MIXCCL_TRY(dev->copy(primary, in != nullptr ? in : src, bytes, op.stream));
+      MIXCCL_TRY(dev->copy(primary, in != nullptr ? in : src, bytes, op.queue));
     }
-    if (dst != nullptr && slot != nullptr) MIXCCL_TRY(dev->copy(slot, dst, bytes, op.stream));
+    if (dst != nullptr && slot != nullptr) MIXCCL_TRY(dev->copy(slot, dst, bytes, op.queue));
   }
   if (sconn != nullptr) {
     MIXCCL_TRY(sconn->commit(bytes, op.stamp));

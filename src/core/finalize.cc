@@ -2,7 +2,7 @@
 // SPDX-FileCopyrightText: 2026 The mixccl authors
 #include "src/core/finalize.h"
 
-#include "src/common/log.h"
+#include "common/log.h"
 #include "src/core/communicator.h"
 #include "src/core/op_stamp.h"
 

@@ -14,7 +14,7 @@
 //
 // Blocking; called by the thread that owns the communicator (NCCL's rule), once.
 
-#include "src/common/result.h"
+#include "common/result.h"
 
 namespace mixccl {
 

@@ -8,7 +8,7 @@
 #include <thread>
 #include <tuple>
 
-#include "src/common/log.h"
+#include "common/log.h"
 #include "src/core/communicator.h"
 #include "src/core/executor.h"
 #include "src/core/op_stamp.h"

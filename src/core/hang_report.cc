@@ -13,8 +13,8 @@
 #include <sstream>
 #include <thread>
 
-#include "src/common/config.h"
-#include "src/common/log.h"
+#include "common/config.h"
+#include "common/log.h"
 #include "src/core/communicator.h"
 
 namespace mixccl {

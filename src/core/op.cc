@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "src/common/config.h"
+#include "common/config.h"
 #include "src/core/communicator.h"
 
 namespace mixccl {
@@ -41,7 +41,7 @@ Result resolveReduction(Op* op) {
   spec.op = RedOpKind::kSum;
   spec.preMul = true;
   const void* scalar = user->scalarOnHost ? user->scalar : user->scalarPtr;
-  MIXCCL_TRY(op->comm->backend()->copy(spec.scalar, scalar, dataTypeSize(op->dtype), op->stream));
+  MIXCCL_TRY(op->comm->backend()->copy(spec.scalar, scalar, dataTypeSize(op->dtype), nullptr));
   return Result::kSuccess;
 }
 

@@ -8,8 +8,8 @@
 #include <cstdint>
 
 #include "algorithms/schedule.h"
-#include "src/common/result.h"
-#include "src/common/types.h"
+#include "common/result.h"
+#include "common/types.h"
 #include "src/device/device_backend.h"
 
 namespace mixccl {
@@ -26,6 +26,8 @@ struct Op {
   int redOp = 0;  // ncclRedOp_t value (built-in or user-created)
   int root = 0;   // root, or the peer of Send/Recv
   void* stream = nullptr;
+  // Where the backend orders this operation's device work (nullptr: synchronous, host buffers).
+  WorkQueue* queue = nullptr;
 
   // Filled by prepare():
   bool reduction = false;

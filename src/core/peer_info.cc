@@ -7,8 +7,8 @@
 #include <cstring>
 #include <fstream>
 
-#include "src/common/config.h"
-#include "src/common/wire.h"
+#include "common/config.h"
+#include "common/wire.h"
 
 namespace mixccl {
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "src/common/result.h"
+#include "common/result.h"
 #include "transports/transport.h"
 
 namespace mixccl {

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "src/common/config.h"
+#include "common/config.h"
 #include "tests/support/rank_threads.h"
 #include "tests/support/values.h"
 

@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <memory>
 
-#include "src/common/config.h"
+#include "common/config.h"
 #include "tests/support/rank_threads.h"
 
 namespace mixccl::testing {

@@ -14,7 +14,7 @@
 #include <functional>
 #include <vector>
 
-#include "src/common/config.h"
+#include "common/config.h"
 #include "src/core/bootstrap.h"
 
 namespace mixccl {

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "src/common/config.h"
+#include "common/config.h"
 #include "tests/support/fork_ranks.h"
 #include "tests/support/private_shm.h"
 

@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include "src/common/config.h"
+#include "common/config.h"
 #include "tests/support/fork_ranks.h"
 
 namespace {

@@ -21,8 +21,8 @@
 #include <thread>
 #include <vector>
 
-#include "src/common/config.h"
-#include "src/common/log.h"
+#include "common/config.h"
+#include "common/log.h"
 #include "src/core/bootstrap.h"
 #include "tests/support/env_guard.h"
 

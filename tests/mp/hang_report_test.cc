@@ -23,8 +23,8 @@
 #include <thread>
 #include <vector>
 
-#include "src/common/config.h"
-#include "src/common/log.h"
+#include "common/config.h"
+#include "common/log.h"
 #include "tests/support/rank_threads.h"
 
 namespace {

@@ -27,8 +27,8 @@
 #include <thread>
 #include <vector>
 
-#include "src/common/config.h"
-#include "src/common/socket.h"
+#include "common/config.h"
+#include "common/socket.h"
 #include "src/core/bootstrap.h"
 #include "tests/support/private_shm.h"
 #include "transports/shm/shm_rank_page.h"

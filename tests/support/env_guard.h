@@ -7,7 +7,7 @@
 
 #include <cstdlib>
 
-#include "src/common/config.h"
+#include "common/config.h"
 
 namespace mixccl::testing {
 

@@ -21,7 +21,7 @@
 #include <random>
 #include <thread>
 
-#include "src/common/socket.h"
+#include "common/socket.h"
 #include "transports/tcp/tcp_internal.h"
 
 namespace mixccl {

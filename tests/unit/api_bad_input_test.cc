@@ -32,9 +32,9 @@
 #include <string>
 #include <vector>
 
+#include "common/result.h"
 #include "mixccl/device_api.h"
 #include "src/api/handle.h"
-#include "src/common/result.h"
 #include "src/core/group.h"
 #include "tests/support/env_guard.h"
 

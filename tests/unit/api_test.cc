@@ -13,8 +13,8 @@
 #include <thread>
 #include <vector>
 
-#include "src/common/config.h"
-#include "src/common/socket.h"
+#include "common/config.h"
+#include "common/socket.h"
 #include "tests/support/rank_threads.h"
 
 namespace mixccl::testing {

@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "src/common/config.h"
+#include "common/config.h"
 #include "tests/support/env_guard.h"
 
 namespace mixccl {

@@ -125,12 +125,34 @@ TEST_F(HostBackendTest, ReduceRejectsBadArguments) {
   EXPECT_EQ(dev_->reduce(&x, &x, &x, 1, spec, false, false, nullptr), Result::kSuccess);
 }
 
-TEST_F(HostBackendTest, StreamCallsAreNoOps) {
-  EXPECT_EQ(dev_->waitForStream(nullptr), Result::kSuccess);
-  EXPECT_EQ(dev_->signalStream(nullptr), Result::kSuccess);
+// The host backend is synchronous: any stream is accepted, queues and fences are null and
+// signalled, gates hold nothing.
+TEST_F(HostBackendTest, StreamCallsAreSynchronous) {
   int fake = 0;
-  EXPECT_EQ(dev_->waitForStream(&fake), Result::kSuccess);
-  EXPECT_EQ(dev_->signalStream(&fake), Result::kSuccess);
+  EXPECT_EQ(dev_->checkStream(nullptr), Result::kSuccess);
+  EXPECT_EQ(dev_->checkStream(&fake), Result::kSuccess);
+  WorkQueue* q = reinterpret_cast<WorkQueue*>(&fake);
+  ASSERT_EQ(dev_->openQueue(&fake, &q), Result::kSuccess);
+  EXPECT_EQ(q, nullptr);
+  Fence* f = reinterpret_cast<Fence*>(&fake);
+  ASSERT_EQ(dev_->markStart(&fake, &f), Result::kSuccess);
+  EXPECT_EQ(dev_->query(f), Result::kSuccess);
+  dev_->releaseFence(f);
+  ASSERT_EQ(dev_->record(q, &f), Result::kSuccess);
+  EXPECT_EQ(dev_->query(f), Result::kSuccess);
+  StreamGate* g = nullptr;
+  ASSERT_EQ(dev_->holdStream(&fake, &g), Result::kSuccess);
+  EXPECT_EQ(dev_->releaseStream(g), Result::kSuccess);
+  EXPECT_EQ(dev_->closeQueue(q), Result::kSuccess);
+  EXPECT_EQ(dev_->openQueue(&fake, nullptr), Result::kInvalidArgument);
+}
+
+TEST_F(HostBackendTest, AnnouncesEveryTypeAndOperator) {
+  const BackendCaps c = dev_->caps();
+  for (int t = 0; t < kNumDataTypes; ++t) EXPECT_TRUE(c.dtypes & (1u << t)) << t;
+  for (int o = 0; o <= static_cast<int>(RedOpKind::kPreMulSum); ++o) EXPECT_TRUE(c.ops & (1u << o)) << o;
+  EXPECT_EQ(c.flags & kCapAsync, 0u);
+  EXPECT_EQ(dev_->wireId(), 0u);
 }
 
 TEST(HostKernels, ReportsVariant) {

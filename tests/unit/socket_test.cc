@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: 2026 The mixccl authors
-#include "src/common/socket.h"
+#include "common/socket.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "src/common/config.h"
+#include "common/config.h"
 #include "tests/support/env_guard.h"
 
 namespace mixccl {

@@ -20,7 +20,7 @@
 #include <cstdint>
 #include <string>
 
-#include "src/common/result.h"
+#include "common/result.h"
 
 namespace mixccl {
 

@@ -16,8 +16,8 @@
 #include <fstream>
 #include <random>
 
-#include "src/common/log.h"
-#include "src/common/wire.h"
+#include "common/log.h"
+#include "common/wire.h"
 #include "transports/peer_watch.h"
 #include "transports/shm/shm_rank_page.h"
 #include "transports/shm/shm_segment.h"

@@ -26,8 +26,8 @@
 #include <cstring>
 #include <memory>
 
-#include "src/common/config.h"
-#include "src/common/log.h"
+#include "common/config.h"
+#include "common/log.h"
 #include "transports/peer_watch.h"
 #include "transports/shm/shm_rank_page.h"
 #include "transports/shm/shm_segment.h"

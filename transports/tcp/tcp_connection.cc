@@ -26,7 +26,7 @@
 #include <cstring>
 #include <thread>
 
-#include "src/common/log.h"
+#include "common/log.h"
 #include "transports/tcp/tcp_internal.h"
 
 namespace mixccl {

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "src/common/socket.h"
+#include "common/socket.h"
 #include "transports/peer_watch.h"
 #include "transports/transport.h"
 

@@ -21,8 +21,8 @@
 #include <thread>
 #include <vector>
 
-#include "src/common/log.h"
-#include "src/common/wire.h"
+#include "common/log.h"
+#include "common/wire.h"
 #include "transports/tcp/tcp_internal.h"
 
 namespace mixccl {

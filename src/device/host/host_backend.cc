@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "src/common/log.h"
+#include "common/log.h"
 #include "src/device/host/reduce_kernels.h"
 
 namespace mixccl {
@@ -59,7 +59,7 @@ Result HostBackend::freeStaging(void* ptr) {
   return Result::kSuccess;
 }
 
-Result HostBackend::copy(void* dst, const void* src, size_t bytes, void* stream) {
+Result HostBackend::copy(void* dst, const void* src, size_t bytes, WorkQueue* queue) {
   if (bytes == 0 || dst == src) return Result::kSuccess;
   if (dst == nullptr || src == nullptr) {
     return fail(Result::kInvalidArgument, "host copy: null %s pointer for %zu bytes",
@@ -77,8 +77,43 @@ Result HostBackend::copy(void* dst, const void* src, size_t bytes, void* stream)
 }
 
 Result HostBackend::reduce(void* dst, const void* a, const void* b, size_t count, const ReduceSpec& spec, bool applyPre,
-                           bool applyPost, void* stream) {
+                           bool applyPost, WorkQueue* queue) {
   return host::reduce(dst, a, b, count, spec, applyPre, applyPost);
+}
+
+BackendCaps HostBackend::caps() const {
+  BackendCaps c;
+  c.dtypes = (1u << kNumDataTypes) - 1;
+  c.ops = (1u << (static_cast<int>(RedOpKind::kPreMulSum) + 1)) - 1;
+  c.flags = kCapRneRounding | kCapFp8Saturate;
+  return c;
+}
+
+// Null handles throughout: the host backend has nothing to track (see the header).
+Result HostBackend::registerHost(void* ptr, size_t bytes, HostRegistration** reg) {
+  if (reg == nullptr) return fail(Result::kInvalidArgument, "host registerHost: null output pointer");
+  *reg = nullptr;
+  return Result::kSuccess;
+}
+
+Result HostBackend::openQueue(void* userStream, WorkQueue** queue) {
+  if (queue == nullptr) return fail(Result::kInvalidArgument, "host openQueue: null output pointer");
+  *queue = nullptr;
+  return Result::kSuccess;
+}
+
+Result HostBackend::record(WorkQueue* queue, Fence** fence) {
+  if (fence == nullptr) return fail(Result::kInvalidArgument, "host record: null output pointer");
+  *fence = nullptr;
+  return Result::kSuccess;
+}
+
+Result HostBackend::markStart(void* stream, Fence** fence) { return record(nullptr, fence); }
+
+Result HostBackend::holdStream(void* stream, StreamGate** gate) {
+  if (gate == nullptr) return fail(Result::kInvalidArgument, "host holdStream: null output pointer");
+  *gate = nullptr;
+  return Result::kSuccess;
 }
 
 std::unique_ptr<DeviceBackend> makeHostBackend() { return std::make_unique<HostBackend>(); }

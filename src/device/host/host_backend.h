@@ -15,6 +15,8 @@
 // never share a page with unrelated data). Staging memory is the same ordinary memory: the host
 // needs no pinning.
 //
+// Host memory needs no registration: registerHost() hands out a null registration.
+//
 // Thread-safety: stateless; every method may be called from any thread.
 
 #include <memory>
@@ -26,19 +28,31 @@ namespace mixccl {
 class HostBackend final : public DeviceBackend {
  public:
   const char* name() const override { return "host"; }
+  const char* vendor() const override { return "mixccl"; }
+  uint32_t wireId() const override { return 0; }
+  BackendCaps caps() const override;
   MemKind memKind(const void* ptr) const override { return MemKind::kHost; }
+  Result checkStream(void* stream) const override { return Result::kSuccess; }
 
   Result alloc(size_t bytes, void** ptr) override;
   Result free(void* ptr) override;
   Result allocStaging(size_t bytes, void** ptr) override;
   Result freeStaging(void* ptr) override;
+  Result registerHost(void* ptr, size_t bytes, HostRegistration** reg) override;
+  Result unregisterHost(HostRegistration* reg) override { return Result::kSuccess; }
 
-  Result copy(void* dst, const void* src, size_t bytes, void* stream) override;
+  Result openQueue(void* userStream, WorkQueue** queue) override;
+  Result closeQueue(WorkQueue* queue) override { return Result::kSuccess; }
+  Result copy(void* dst, const void* src, size_t bytes, WorkQueue* queue) override;
   Result reduce(void* dst, const void* a, const void* b, size_t count, const ReduceSpec& spec, bool applyPre,
-                bool applyPost, void* stream) override;
+                bool applyPost, WorkQueue* queue) override;
 
-  Result waitForStream(void* stream) override { return Result::kSuccess; }
-  Result signalStream(void* stream) override { return Result::kSuccess; }
+  Result record(WorkQueue* queue, Fence** fence) override;
+  Result markStart(void* stream, Fence** fence) override;
+  Result query(Fence* fence) override { return Result::kSuccess; }
+  void releaseFence(Fence* fence) override {}
+  Result holdStream(void* stream, StreamGate** gate) override;
+  Result releaseStream(StreamGate* gate) override { return Result::kSuccess; }
 };
 
 }  // namespace mixccl

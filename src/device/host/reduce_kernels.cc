@@ -8,7 +8,7 @@
 #include <cpuid.h>
 #endif
 
-#include "src/common/types.h"
+#include "common/types.h"
 
 // The portable variant: the baseline ISA of the build.
 #define MIXCCL_KERNEL_NS portable

@@ -28,7 +28,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "src/common/result.h"
+#include "common/result.h"
 #include "src/device/device_backend.h"
 
 namespace mixccl::host {

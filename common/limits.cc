@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: 2026 The mixccl authors
-#include "src/common/limits.h"
+#include "common/limits.h"
 
 #include <sys/resource.h>
 
@@ -8,7 +8,7 @@
 #include <cstring>
 #include <mutex>
 
-#include "src/common/log.h"
+#include "common/log.h"
 
 namespace mixccl {
 namespace {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: 2026 The mixccl authors
-#include "src/common/log.h"
+#include "common/log.h"
 
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_sinks.h>
@@ -13,7 +13,7 @@
 #include <mutex>
 #include <string>
 
-#include "src/common/config.h"
+#include "common/config.h"
 
 namespace mixccl::log {
 

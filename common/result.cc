@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: 2026 The mixccl authors
-#include "src/common/result.h"
+#include "common/result.h"
 
 #include <cstdio>
 
-#include "src/common/log.h"
+#include "common/log.h"
 
 namespace mixccl {
 namespace {

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: 2026 The mixccl authors
-#include "src/common/config.h"
+#include "common/config.h"
 
 #include <array>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 
-#include "src/common/log.h"
+#include "common/log.h"
 
 namespace mixccl::config {
 namespace {

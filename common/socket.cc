@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: 2026 The mixccl authors
-#include "src/common/socket.h"
+#include "common/socket.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -18,8 +18,8 @@
 #include <thread>
 #include <vector>
 
-#include "src/common/config.h"
-#include "src/common/log.h"
+#include "common/config.h"
+#include "common/log.h"
 
 namespace mixccl {
 namespace {

@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <string>
 
-#include "src/common/result.h"
+#include "common/result.h"
 
 namespace mixccl {
 
