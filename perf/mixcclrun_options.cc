@@ -2,6 +2,7 @@
 // SPDX-FileCopyrightText: 2026 The mixccl authors
 #include "perf/mixcclrun_options.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -24,6 +25,9 @@ constexpr const char* kUsage =
     "options:\n"
     "  -np, -n, --np N        number of ranks (required, >= 1)\n"
     "  -x, --env VAR[=VALUE]  set VAR for every rank (without =VALUE: pass on ours); repeatable\n"
+    "  --rank-env RANKS VAR=VALUE\n"
+    "                         set VAR for the listed ranks only (RANKS: 1,3 or 0-2,5), after -x;\n"
+    "                         repeatable (e.g. --rank-env 1,3 MIXCCL_DEVICE_BACKEND=opencl)\n"
     "  --port P               MASTER_PORT=P and NCCL_COMM_ID=127.0.0.1:P+1 (default: free ports)\n"
     "  --tag-output           prefix every output line with [rank]\n"
     "  --timeout SECONDS      stop the job after SECONDS and exit 124 (default: no limit)\n"
@@ -53,6 +57,27 @@ std::optional<long> parseInt(std::string_view text, long lo, long hi) {
   long v = std::strtol(s.c_str(), &end, 10);
   if (errno != 0 || *end != '\0' || v < lo || v > hi) return std::nullopt;
   return v;
+}
+
+// "1,3" or "0-2,5" -> sorted unique ranks; nullopt on anything else. Ranks are checked against
+// -np after parsing, since -np may come later on the line.
+std::optional<std::vector<int>> parseRankList(std::string_view text) {
+  std::vector<int> out;
+  while (!text.empty()) {
+    const size_t comma = text.find(',');
+    std::string_view item = text.substr(0, comma);
+    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+    if (comma != std::string_view::npos && text.empty()) return std::nullopt;  // trailing comma
+    const size_t dash = item.find('-');
+    auto lo = parseInt(item.substr(0, dash), 0, 1 << 20);
+    auto hi = dash == std::string_view::npos ? lo : parseInt(item.substr(dash + 1), 0, 1 << 20);
+    if (!lo || !hi || *hi < *lo) return std::nullopt;
+    for (long r = *lo; r <= *hi; ++r) out.push_back(static_cast<int>(r));
+  }
+  if (out.empty()) return std::nullopt;
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 ParseResult usageError(std::string what) {
@@ -124,6 +149,17 @@ ParseResult parseOptions(int argc, char** argv) {
       if (!v) return usageError(std::string(name) + " needs VAR or VAR=VALUE");
       if (v->empty() || v->front() == '=') return usageError("bad environment entry '" + std::string(*v) + "'");
       o.env.emplace_back(*v);
+    } else if (name == "--rank-env") {
+      auto ranks = takeValue();
+      if (!ranks) return usageError("--rank-env needs RANKS and VAR=VALUE");
+      auto list = parseRankList(*ranks);
+      if (!list) return usageError("--rank-env: bad rank list '" + std::string(*ranks) + "' (use e.g. 1,3 or 0-2)");
+      if (i + 1 >= argc) return usageError("--rank-env " + std::string(*ranks) + " needs VAR=VALUE");
+      std::string_view entry = argv[++i];
+      if (entry.find('=') == std::string_view::npos || entry.front() == '=') {
+        return usageError("--rank-env: '" + std::string(entry) + "' is not VAR=VALUE");
+      }
+      o.rankEnv.push_back({std::move(*list), std::string(entry)});
     } else if (name == "--port") {
       auto v = takeValue();
       if (!v) return usageError("--port needs a value");
@@ -143,6 +179,12 @@ ParseResult parseOptions(int argc, char** argv) {
   for (; i < argc; ++i) o.command.emplace_back(argv[i]);
   if (!haveNp) return usageError("missing -np N (the number of ranks)");
   if (o.command.empty()) return usageError("missing the command to run");
+  for (const Options::RankEnv& re : o.rankEnv) {
+    if (re.ranks.back() >= o.np) {
+      return usageError("--rank-env names rank " + std::to_string(re.ranks.back()) + " but -np is " +
+                        std::to_string(o.np));
+    }
+  }
   return r;
 }
 

@@ -12,12 +12,18 @@
 namespace mixccl::run {
 
 struct Options {
-  int np = 0;                        // number of ranks; parse() guarantees >= 1
-  double graceSeconds = 5.0;         // SIGTERM -> SIGKILL delay when stopping ranks
-  double timeoutSeconds = 0.0;       // whole-job limit; 0 means none
-  int port = 0;                      // MASTER_PORT (NCCL_COMM_ID gets port+1); 0: pick free ports
-  bool tagOutput = false;            // prefix each output line with "[rank] "
-  std::vector<std::string> env;      // -x / --env entries: "VAR=VALUE" or "VAR" (copied from ours)
+  int np = 0;                    // number of ranks; parse() guarantees >= 1
+  double graceSeconds = 5.0;     // SIGTERM -> SIGKILL delay when stopping ranks
+  double timeoutSeconds = 0.0;   // whole-job limit; 0 means none
+  int port = 0;                  // MASTER_PORT (NCCL_COMM_ID gets port+1); 0: pick free ports
+  bool tagOutput = false;        // prefix each output line with "[rank] "
+  std::vector<std::string> env;  // -x / --env entries: "VAR=VALUE" or "VAR" (copied from ours)
+  // --rank-env entries: extra "VAR=VALUE" for some ranks only, applied after `env` in order given.
+  struct RankEnv {
+    std::vector<int> ranks;  // sorted, each < np
+    std::string entry;       // "VAR=VALUE"
+  };
+  std::vector<RankEnv> rankEnv;
   std::vector<std::string> command;  // argv of every rank; parse() guarantees non-empty
 };
 

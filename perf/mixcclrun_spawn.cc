@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -80,6 +81,9 @@ std::vector<std::string> rankEnvironment(const Options& o, int rank, const Ports
     } else if (const char* ours = getenv(name.c_str()); ours != nullptr) {
       vars[name] = name + "=" + ours;
     }
+  }
+  for (const Options::RankEnv& re : o.rankEnv) {
+    if (std::binary_search(re.ranks.begin(), re.ranks.end(), rank)) vars[nameOf(re.entry)] = re.entry;
   }
   auto set = [&](const std::string& name, const std::string& value) { vars[name] = name + "=" + value; };
   set("RANK", std::to_string(rank));

@@ -67,6 +67,22 @@ env)
   "$run" -np 2 -x NCCL_COMM_ID=10.9.9.9:1234 sh -c 'echo "$NCCL_COMM_ID" > $D/id.$RANK'
   [ "$(cat "$dir/id.0")" = "10.9.9.9:1234" ] || fail "-x NCCL_COMM_ID not kept: $(cat "$dir/id.0")"
   ;;
+rank_env)
+  # --rank-env gives some ranks their own variables, after -x, in the order given.
+  "$run" -np 4 -x B=all --rank-env 1,3 B=odd --rank-env 0-1 C=low sh -c 'echo "${B-} ${C-}" > $D/re.$RANK' \
+    >"$dir/out" 2>"$dir/err"
+  expect_rc $? 0
+  for want in "0:all low" "1:odd low" "2:all " "3:odd "; do
+    r=${want%%:*}
+    [ "$(cat "$dir/re.$r")" = "${want#*:}" ] || fail "rank $r saw '$(cat "$dir/re.$r")', expected '${want#*:}'"
+  done
+  for args in "--rank-env 4 X=1" "--rank-env 1 X" "--rank-env 1,,2 X=1" "--rank-env 2-1 X=1" "--rank-env 1"; do
+    # shellcheck disable=SC2086
+    "$run" -np 4 $args true >"$dir/out" 2>"$dir/err"
+    expect_rc $? 2
+    grep -q "^mixcclrun: .*rank" "$dir/err" || fail "no message for '$args': $(cat "$dir/err")"
+  done
+  ;;
 exit_code)
   "$run" -np 4 true >"$dir/out" 2>"$dir/err"
   expect_rc $? 0
