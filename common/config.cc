@@ -58,6 +58,9 @@ constexpr KnobDecl kTable[] = {
     {Knob::kNetTimeout, "MIXCCL_NET_TIMEOUT", Type::kInt, "20",
      "seconds a TCP peer (bootstrap or transport) may acknowledge nothing, keepalive probes included, before "
      "it counts as unreachable; rides out 5-10 s link flaps; 0 = leave it to the kernel (minutes)"},
+    {Knob::kDeviceBackend, "MIXCCL_DEVICE_BACKEND", Type::kString, "host",
+     "the device backend of this process: host, opencl, cuda (when built in) or the path of a plugin .so "
+     "(include/mixccl/device_backend.h; a path contains '/'); chosen once per process"},
 };
 static_assert(std::size(kTable) == static_cast<size_t>(Knob::kCount_), "every knob needs a table row");
 

@@ -31,6 +31,8 @@ enum class Knob : int {
   kDumpOnSignal,  // MIXCCL_DUMP_ON_SIGNAL (SIGUSR1 logs hang reports)
   kCommSecret,    // MIXCCL_COMM_SECRET (authenticates NCCL_COMM_ID jobs)
   kNetTimeout,    // MIXCCL_NET_TIMEOUT (seconds a silent TCP peer counts as reachable)
+  // MIXCCL_DEVICE_BACKEND (host, opencl, cuda or a plugin path)
+  kDeviceBackend,
   kCount_
 };
 

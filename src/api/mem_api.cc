@@ -10,6 +10,7 @@
 #include "src/api/guard.h"
 #include "src/api/handle.h"
 #include "src/device/device_backend.h"
+#include "src/device/select.h"
 
 using mixccl::Communicator;
 using mixccl::DataType;
@@ -25,12 +26,6 @@ struct ncclWindow_vidmem {
 };
 
 namespace {
-
-// Without an active device backend ncclMemAlloc hands out host memory.
-mixccl::DeviceBackend& processBackend() {
-  static mixccl::DeviceBackend* backend = mixccl::makeHostBackend().release();  // lives until exit
-  return *backend;
-}
 
 // Pointers ncclMemAlloc handed out and ncclMemFree has not taken back. NCCL passes any other
 // pointer to the device runtime, which refuses it; free() would abort the process instead.
@@ -79,7 +74,10 @@ MIXCCL_API(ncclResult_t, ncclMemAlloc, void** ptr, size_t size) {
     if (ptr == nullptr) return fail(Result::kInvalidArgument, "ncclMemAlloc: ptr is NULL");
     *ptr = nullptr;
     if (size == 0) return Result::kSuccess;
-    Result r = processBackend().alloc(size, ptr);
+    // The process's backend (MIXCCL_DEVICE_BACKEND): device memory where it has a device.
+    mixccl::DeviceBackend* backend = nullptr;
+    MIXCCL_TRY(mixccl::processBackend(&backend));
+    Result r = backend->alloc(size, ptr);
     if (r != Result::kSuccess) {
       *ptr = nullptr;
       return fail(r, "ncclMemAlloc: %s", mixccl::lastError().c_str());
@@ -88,7 +86,7 @@ MIXCCL_API(ncclResult_t, ncclMemAlloc, void** ptr, size_t size) {
       std::lock_guard<std::mutex> lock(gAllocMutex);
       gAllocations->insert(*ptr);
     } catch (...) {
-      (void)processBackend().free(*ptr);
+      (void)backend->free(*ptr);
       *ptr = nullptr;
       throw;  // apiGuard reports it
     }
@@ -108,7 +106,10 @@ MIXCCL_API(ncclResult_t, ncclMemFree, void* ptr) {
                     ptr);
       }
     }
-    return processBackend().free(ptr);
+    // Only a pointer the backend handed out gets here, so the backend exists.
+    mixccl::DeviceBackend* backend = nullptr;
+    MIXCCL_TRY(mixccl::processBackend(&backend));
+    return backend->free(ptr);
   });
 }
 

@@ -13,6 +13,7 @@
 #include "common/limits.h"
 #include "common/log.h"
 #include "common/version.h"
+#include "src/device/select.h"
 
 namespace mixccl {
 
@@ -58,11 +59,16 @@ void Communicator::setAsyncError(Result r) {
 Result Communicator::init(const UniqueIdData& id) {
   log::RankScope scope(rank_);
   config::logNonDefaults();
-  version::logBanner("host backend");
+  // The process's device backend (MIXCCL_DEVICE_BACKEND), shared by every communicator; a failure
+  // to create it fails this init with its message.
+  DeviceBackend* backend = nullptr;
+  const Result backendResult = processBackend(&backend);
+  version::logBanner(backend != nullptr ? (std::string(backend->name()) + " backend").c_str() : "no device backend");
   raiseFileLimit();  // a socket or shm file per peer outgrows a soft limit of 1024 (limits.h)
   Result r = [&]() -> Result {
     commHash_ = id.commHash;
-    backend_ = makeHostBackend();
+    MIXCCL_TRY(backendResult);
+    backend_ = backend;
     MIXCCL_TRY(Bootstrap::init(id, rank_, nranks_, &abort_, &bootstrap_));
 
     TransportContext ctx;

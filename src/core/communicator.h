@@ -76,7 +76,7 @@ class Communicator {
   const CommOptions& options() const { return options_; }
   CommState state() const { return state_.load(std::memory_order_acquire); }
   Bootstrap* bootstrap() { return bootstrap_.get(); }
-  DeviceBackend* backend() { return backend_.get(); }
+  DeviceBackend* backend() { return backend_; }
   const PeerInfo& peer(int r) const { return peers_[r]; }
   // Ranks of this communicator on this host (this one included).
   int localRanks() const { return localRanks_; }
@@ -181,7 +181,7 @@ class Communicator {
   uint32_t shrinkSeq_ = 0;
   WaitBoard board_;
 
-  std::unique_ptr<DeviceBackend> backend_;
+  DeviceBackend* backend_ = nullptr;  // the process's backend (select.h), not owned
   std::unique_ptr<Bootstrap> bootstrap_;
   std::vector<PeerInfo> peers_;
   std::unique_ptr<Transport> transports_[kNumTransports];
