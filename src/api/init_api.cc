@@ -11,6 +11,7 @@
 #include "src/api/guard.h"
 #include "src/api/handle.h"
 #include "src/core/comm_split.h"
+#include "src/core/engine.h"
 #include "src/core/finalize.h"
 #include "src/core/group.h"
 
@@ -240,6 +241,8 @@ MIXCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
                   "ncclCommFinalize: communicator of rank %d was finalized already; destroy it", c->rank());
     }
     if (c->state() != mixccl::CommState::kReady) return Result::kSuccess;  // failed init: nothing to agree on
+    // Queued work first: finalize drains the lanes that work uses (bounded, abort-aware).
+    if (mixccl::Engine* e = c->existingEngine()) MIXCCL_TRY(e->waitIdle("ncclCommFinalize"));
     if (c->options().blocking) return mixccl::finalizeCommunicator(*c);
     // Non-blocking, as NCCL: ncclInProgress now, ncclCommGetAsyncError says when every rank got
     // here; destroy joins the thread.
@@ -272,6 +275,9 @@ MIXCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
     c->abort();
     mixccl::group::forget(c);
     c->waitForCalls();
+    // Queued and running work fails at once (the abort flag) and every stream gate is released;
+    // after the pinned calls, which may still be creating the engine.
+    c->stopEngine();
     mixccl::api::freeComm(comm);
     return Result::kSuccess;
   });

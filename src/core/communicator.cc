@@ -13,6 +13,7 @@
 #include "common/limits.h"
 #include "common/log.h"
 #include "common/version.h"
+#include "src/core/engine.h"
 
 namespace mixccl {
 
@@ -27,6 +28,7 @@ Communicator::Communicator(int nranks, int rank, const CommOptions& options)
 Communicator::~Communicator() {
   hang::unregisterComm(this);  // first: a signal dump may be reading this communicator
   if (initThread_.joinable()) initThread_.join();
+  stopEngine();  // its thread drives the connections freed below
   // Connections before transports (a connection may refer to its transport's state).
   sendConns_.clear();
   recvConns_.clear();
@@ -62,7 +64,7 @@ Result Communicator::init(const UniqueIdData& id) {
   raiseFileLimit();  // a socket or shm file per peer outgrows a soft limit of 1024 (limits.h)
   Result r = [&]() -> Result {
     commHash_ = id.commHash;
-    backend_ = makeHostBackend();
+    if (options_.backend == nullptr) backend_ = makeHostBackend();
     MIXCCL_TRY(Bootstrap::init(id, rank_, nranks_, &abort_, &bootstrap_));
 
     TransportContext ctx;
@@ -223,6 +225,15 @@ Result Communicator::lookupRedOp(int handle, const UserRedOp** out) const {
   }
   *out = &it->second;
   return Result::kSuccess;
+}
+
+Engine* Communicator::engine() {
+  if (!engine_) engine_ = std::make_unique<Engine>(this);
+  return engine_.get();
+}
+
+void Communicator::stopEngine() {
+  if (engine_) engine_->stop();
 }
 
 void Communicator::waitForCalls() {
