@@ -218,10 +218,14 @@ MIXCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList,
     }
     CommOptions options = parent->options();
     if (config != nullptr) MIXCCL_TRY(mixccl::api::parseConfig(fn, config, &options));
-    // Host operations complete before their call returns, so NCCL_SHRINK_ABORT has nothing in
-    // flight to cancel; revoking marks the parent unusable for new operations either way. Only
-    // after every argument was accepted: a refused call leaves the parent as it was.
-    if (shrinkFlags == NCCL_SHRINK_ABORT) parent->revoke();
+    // NCCL_SHRINK_ABORT cancels queued work (the revoke flag fails it, engine.h) and marks the
+    // parent unusable for new operations; the default lets queued work finish first. Only after
+    // every argument was accepted: a refused call leaves the parent as it was.
+    if (shrinkFlags == NCCL_SHRINK_ABORT) {
+      parent->revoke();
+    } else if (mixccl::Engine* e = parent->existingEngine()) {
+      MIXCCL_TRY(e->waitIdle(fn));
+    }
     std::unique_ptr<Communicator> child;
     MIXCCL_TRY(mixccl::shrinkCommunicator(parent, excludeRanksList, excludeRanksCount, options, &child));
     *newcomm = mixccl::api::registerComm(std::move(child));

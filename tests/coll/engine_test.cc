@@ -154,6 +154,9 @@ TEST_P(EngineGroupTest, CollectivesInAGroup) {
     for (size_t i = 0; i < rsIn.size(); ++i) rsIn[i] = static_cast<float>(r + i % 5);
     for (size_t i = 0; i < kCount; ++i) p2pIn[i] = static_cast<float>(r * 1000 + i % 11);
     const int next = (r + 1) % n, prev = (r + n - 1) % n;
+    ar[1] = -1.0f;
+    Latch producer;  // holds the stream: ncclGroupEnd must return without waiting for it
+    s->enqueue([&] { EXPECT_TRUE(producer.wait()); });
     ASSERT_EQ(ncclGroupStart(), ncclSuccess);
     EXPECT_EQ(ncclAllReduce(in, ar.data(), kCount, ncclFloat32, ncclSum, comm, s), ncclSuccess);
     EXPECT_EQ(ncclBroadcast(in, bc.data(), kCount, ncclFloat32, 1, comm, s), ncclSuccess);
@@ -162,7 +165,10 @@ TEST_P(EngineGroupTest, CollectivesInAGroup) {
     EXPECT_EQ(ncclReduceScatter(rsIn.data(), rs.data(), kCount, ncclFloat32, ncclSum, comm, s), ncclSuccess);
     EXPECT_EQ(ncclSend(p2pIn.data(), kCount, ncclFloat32, next, comm, s), ncclSuccess);
     EXPECT_EQ(ncclRecv(p2pOut.data(), kCount, ncclFloat32, prev, comm, s), ncclSuccess);
-    ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+    const ncclResult_t ended = ncclGroupEnd();
+    EXPECT_EQ(ar[1], -1.0f) << "the group ran before its stream reached it";
+    producer.open();
+    ASSERT_EQ(ended, ncclSuccess) << ncclGetLastError(nullptr);
     ASSERT_TRUE(s->sync());
     ncclResult_t e = ncclInternalError;
     ASSERT_EQ(ncclCommGetAsyncError(comm, &e), ncclSuccess);
