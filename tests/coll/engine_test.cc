@@ -380,6 +380,75 @@ TEST(EngineTest, RefusesMemoryTheBackendCannotReach) {
   EXPECT_EQ(in[0], 1.0f);
 }
 
+// The work before the call never finishes: the start fence's deadline fails the batch, and the
+// stream is released all the same.
+TEST(EngineTest, DeadlineWhenStartNeverSignals) {
+  EnvGuard timeout("MIXCCL_TIMEOUT", "1");
+  AsyncRanks ranks(2);
+  ASSERT_TRUE(ranks.ok());
+  std::vector<Latch> producers(2);
+  std::vector<UserStream> streams;
+  for (int r = 0; r < 2; ++r) streams.push_back(UserStream{ranks.backend(r).makeStream()});
+  std::atomic<int> later{0};
+  ranks.run([&](int r) {
+    UserStream s = streams[r];
+    std::vector<float> v(1000, 1.0f);
+    s->enqueue([&, r] { EXPECT_TRUE(producers[r].wait()); });
+    ASSERT_EQ(ncclAllReduce(v.data(), v.data(), v.size(), ncclFloat32, ncclSum, ranks.comm(r), s), ncclSuccess);
+    s->enqueue([&] { ++later; });
+    EXPECT_EQ(waitAsyncError(ranks.comm(r), std::chrono::seconds(10)), ncclRemoteError);
+    EXPECT_EQ(ranks.backend(r).gatesReleased(), 1);
+    EXPECT_EQ(v[0], 1.0f);
+    producers[r].open();
+    EXPECT_TRUE(s->sync(std::chrono::seconds(5)));
+  });
+  EXPECT_EQ(later.load(), 2);
+  ranks.abort(0);
+  ranks.abort(1);
+}
+
+// Destroy lets queued work finish: the producer opens only after ncclCommDestroy was called.
+TEST(EngineTest, DestroyDrainsTheQueue) {
+  auto ranks = std::make_unique<AsyncRanks>(2);
+  ASSERT_TRUE(ranks->ok());
+  std::vector<std::vector<float>> v(2, std::vector<float>(40000, 1.0f));
+  std::vector<UserStream> streams;
+  for (int r = 0; r < 2; ++r) streams.push_back(UserStream{ranks->backend(r).makeStream()});
+  Latch producer;
+  ranks->run([&](int r) {
+    streams[r]->enqueue([&] { EXPECT_TRUE(producer.wait()); });
+    ASSERT_EQ(ncclAllReduce(v[r].data(), v[r].data(), v[r].size(), ncclFloat32, ncclSum, ranks->comm(r), streams[r]),
+              ncclSuccess);
+  });
+  std::thread opener([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    producer.open();
+  });
+  // ~AsyncRanks destroys the communicators (rank by rank: the queues drain in their own threads).
+  ranks.reset();
+  opener.join();
+  EXPECT_EQ(v[0][39999], 2.0f);
+  EXPECT_EQ(v[1][0], 2.0f);
+}
+
+// A group with a stream operation and a NULL-stream one on one asynchronous communicator: one
+// batch, and the NULL-stream operation is complete when ncclGroupEnd returns.
+TEST(EngineTest, MixedGroupCompletesNullStreamWorkAtReturn) {
+  AsyncRanks ranks(2);
+  ASSERT_TRUE(ranks.ok());
+  ranks.run([&](int r) {
+    UserStream s{ranks.backend(r).makeStream()};
+    std::vector<float> a(20000, 1.0f), h(20000, 4.0f);
+    ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+    EXPECT_EQ(ncclAllReduce(a.data(), a.data(), a.size(), ncclFloat32, ncclSum, ranks.comm(r), s), ncclSuccess);
+    EXPECT_EQ(ncclAllReduce(h.data(), h.data(), h.size(), ncclFloat32, ncclSum, ranks.comm(r), nullptr), ncclSuccess);
+    ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+    EXPECT_EQ(h[19999], 8.0f);
+    ASSERT_TRUE(s->sync());
+    EXPECT_EQ(a[19999], 2.0f);
+  });
+}
+
 // Prints the median time of an enqueueing call (the issue asks < 20 us); does not assert it,
 // timings on a shared test machine are noise.
 TEST(EngineTest, EnqueueLatencyBenchmark) {
