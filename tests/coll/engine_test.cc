@@ -257,6 +257,30 @@ TEST(EngineTest, AbortWhileQueuedBehindBlockedStream) {
   });
 }
 
+// ncclCommRevoke from another thread fails queued work the same way, and the communicator can
+// still be destroyed.
+TEST(EngineTest, RevokeFailsQueuedWork) {
+  EnvGuard timeout("MIXCCL_TIMEOUT", "60");
+  AsyncRanks ranks(2);
+  ASSERT_TRUE(ranks.ok());
+  ranks.run([&](int r) {
+    UserStream s{ranks.backend(r).makeStream()};
+    std::vector<float> v(1000, 1.0f);
+    Latch producer;
+    s->enqueue([&] { EXPECT_TRUE(producer.wait()); });
+    ASSERT_EQ(ncclAllReduce(v.data(), v.data(), v.size(), ncclFloat32, ncclSum, ranks.comm(r), s), ncclSuccess);
+    const auto t0 = Clock::now();
+    std::thread revoker([&] { EXPECT_EQ(ncclCommRevoke(ranks.comm(r), NCCL_REVOKE_DEFAULT), ncclSuccess); });
+    revoker.join();
+    EXPECT_EQ(waitAsyncError(ranks.comm(r), std::chrono::seconds(5)), ncclRemoteError);
+    EXPECT_LT(Clock::now() - t0, std::chrono::seconds(1));
+    EXPECT_EQ(ranks.backend(r).gatesReleased(), 1);
+    producer.open();
+    EXPECT_TRUE(s->sync(std::chrono::seconds(5)));
+    EXPECT_EQ(v[0], 1.0f);
+  });
+}
+
 TEST(EngineTest, DeadlineWhenPeerNeverCalls) {
   EnvGuard timeout("MIXCCL_TIMEOUT", "2");
   AsyncRanks ranks(2);
