@@ -493,6 +493,9 @@ TEST(EngineTest, EnqueueLatencyBenchmark) {
     std::sort(us.begin(), us.end());
     medians[r] = us[us.size() / 2];
     EXPECT_EQ(v[0], 1.0f);
+    // Every call went through the queue (one completion gate each), and every gate was released.
+    EXPECT_EQ(ranks.backend(r).gatesHeld(), kCalls);
+    EXPECT_EQ(ranks.backend(r).gatesReleased(), kCalls);
   });
   printf("[ engine ] enqueue latency, median of %d calls: rank 0 %.1f us, rank 1 %.1f us\n", kCalls, medians[0],
          medians[1]);
