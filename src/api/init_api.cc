@@ -11,6 +11,7 @@
 #include "src/api/guard.h"
 #include "src/api/handle.h"
 #include "src/core/comm_split.h"
+#include "src/core/engine.h"
 #include "src/core/finalize.h"
 #include "src/core/group.h"
 
@@ -217,10 +218,14 @@ MIXCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList,
     }
     CommOptions options = parent->options();
     if (config != nullptr) MIXCCL_TRY(mixccl::api::parseConfig(fn, config, &options));
-    // Host operations complete before their call returns, so NCCL_SHRINK_ABORT has nothing in
-    // flight to cancel; revoking marks the parent unusable for new operations either way. Only
-    // after every argument was accepted: a refused call leaves the parent as it was.
-    if (shrinkFlags == NCCL_SHRINK_ABORT) parent->revoke();
+    // NCCL_SHRINK_ABORT cancels queued work (the revoke flag fails it, engine.h) and marks the
+    // parent unusable for new operations; the default lets queued work finish first. Only after
+    // every argument was accepted: a refused call leaves the parent as it was.
+    if (shrinkFlags == NCCL_SHRINK_ABORT) {
+      parent->revoke();
+    } else if (mixccl::Engine* e = parent->existingEngine()) {
+      MIXCCL_TRY(e->waitIdle(fn));
+    }
     std::unique_ptr<Communicator> child;
     MIXCCL_TRY(mixccl::shrinkCommunicator(parent, excludeRanksList, excludeRanksCount, options, &child));
     *newcomm = mixccl::api::registerComm(std::move(child));
@@ -240,6 +245,8 @@ MIXCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
                   "ncclCommFinalize: communicator of rank %d was finalized already; destroy it", c->rank());
     }
     if (c->state() != mixccl::CommState::kReady) return Result::kSuccess;  // failed init: nothing to agree on
+    // Queued work first: finalize drains the lanes that work uses (bounded, abort-aware).
+    if (mixccl::Engine* e = c->existingEngine()) MIXCCL_TRY(e->waitIdle("ncclCommFinalize"));
     if (c->options().blocking) return mixccl::finalizeCommunicator(*c);
     // Non-blocking, as NCCL: ncclInProgress now, ncclCommGetAsyncError says when every rank got
     // here; destroy joins the thread.
@@ -272,6 +279,9 @@ MIXCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
     c->abort();
     mixccl::group::forget(c);
     c->waitForCalls();
+    // Queued and running work fails at once (the abort flag) and every stream gate is released;
+    // after the pinned calls, which may still be creating the engine.
+    c->stopEngine();
     mixccl::api::freeComm(comm);
     return Result::kSuccess;
   });

@@ -13,6 +13,7 @@
 #include "common/limits.h"
 #include "common/log.h"
 #include "common/version.h"
+#include "src/core/engine.h"
 #include "src/device/select.h"
 
 namespace mixccl {
@@ -28,6 +29,7 @@ Communicator::Communicator(int nranks, int rank, const CommOptions& options)
 Communicator::~Communicator() {
   hang::unregisterComm(this);  // first: a signal dump may be reading this communicator
   if (initThread_.joinable()) initThread_.join();
+  stopEngine();  // its thread drives the connections freed below
   // Connections before transports (a connection may refer to its transport's state).
   sendConns_.clear();
   recvConns_.clear();
@@ -59,10 +61,10 @@ void Communicator::setAsyncError(Result r) {
 Result Communicator::init(const UniqueIdData& id) {
   log::RankScope scope(rank_);
   config::logNonDefaults();
-  // The process's device backend (MIXCCL_DEVICE_BACKEND), shared by every communicator; a failure
-  // to create it fails this init with its message.
-  DeviceBackend* backend = nullptr;
-  const Result backendResult = processBackend(&backend);
+  // The process's device backend (MIXCCL_DEVICE_BACKEND), shared by every communicator, unless a
+  // test passed its own; a failure to create it fails this init with its message.
+  DeviceBackend* backend = options_.backend;
+  const Result backendResult = backend != nullptr ? Result::kSuccess : processBackend(&backend);
   version::logBanner(backend != nullptr ? (std::string(backend->name()) + " backend").c_str() : "no device backend");
   raiseFileLimit();  // a socket or shm file per peer outgrows a soft limit of 1024 (limits.h)
   Result r = [&]() -> Result {
@@ -229,6 +231,15 @@ Result Communicator::lookupRedOp(int handle, const UserRedOp** out) const {
   }
   *out = &it->second;
   return Result::kSuccess;
+}
+
+Engine* Communicator::engine() {
+  if (!engine_) engine_ = std::make_unique<Engine>(this);
+  return engine_.get();
+}
+
+void Communicator::stopEngine() {
+  if (engine_) engine_->stop();
 }
 
 void Communicator::waitForCalls() {

@@ -39,10 +39,15 @@
 
 namespace mixccl {
 
+class Engine;
+
 // Communicator options (from ncclConfig_t, already validated by the API layer).
 struct CommOptions {
   bool blocking = true;
   std::string name;
+  // Test override (non-owning; must outlive the communicator): the device backend to use instead
+  // of the process's default one. Lets tests drive the asynchronous engine without a GPU.
+  DeviceBackend* backend = nullptr;
 };
 
 // A reduction operator handle as the user sees it: built-in (kSum..kAvg) or created by
@@ -155,6 +160,14 @@ class Communicator {
   }
   int32_t creatorPid() const { return creatorPid_; }
 
+  // The queue of asynchronous (stream-ordered) work, created at the first queued operation by
+  // the thread holding the caller slot (engine.h). existingEngine() may be called by any thread
+  // that keeps the communicator alive; nullptr when nothing was ever queued.
+  Engine* engine();
+  Engine* existingEngine() { return engine_.get(); }
+  // Finishes queued work (it fails fast after abort()) and joins the progress thread. Bounded.
+  void stopEngine();
+
   // Non-blocking init thread bookkeeping (API layer).
   std::thread& initThread() { return initThread_; }
   void finalize() { state_.store(CommState::kFinalized, std::memory_order_release); }
@@ -192,6 +205,7 @@ class Communicator {
   std::map<int, UserRedOp> redOps_;
   int nextRedOp_ = kNumBuiltinOps;
   std::thread initThread_;
+  std::unique_ptr<Engine> engine_;
 };
 
 // The protocol version this build speaks (PROTOCOL.md); all ranks of a communicator must agree.

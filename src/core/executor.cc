@@ -7,8 +7,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <thread>
+#include <tuple>
 
 #include "common/config.h"
 #include "common/log.h"
@@ -101,7 +103,8 @@ Result Stream::tryStep(Op& op, const algo::Step& s) {
   const void* src = bufferAt(op, s.src, s.srcOffset);
   void* primary = dst != nullptr ? dst : slot;
   DeviceBackend* dev = comm.backend();
-  if (primary != nullptr && bytes > 0) {
+  const bool deviceWork = primary != nullptr && bytes > 0;
+  if (deviceWork) {
     if (op.reduction) {
       // pre() applies only to this rank's own input (see ReduceSpec).
       bool pre = src != nullptr && s.src == algo::Buf::kInput;
@@ -113,12 +116,50 @@ Result Stream::tryStep(Op& op, const algo::Step& s) {
     }
     if (dst != nullptr && slot != nullptr) MIXCCL_TRY(dev->copy(slot, dst, bytes, op.queue));
   }
+  if (deviceWork && op.queue != nullptr) {
+    // Issued, not done: the slot is committed and the message released once the queue got here.
+    // Resources stay taken meanwhile, so nothing is retried.
+    pending_ = PendingStep{nullptr, sconn, rconn, bytes, true};
+    MIXCCL_TRY(dev->record(op.queue, &pending_.fence));
+    bool done = false;
+    MIXCCL_TRY(completeStep(op, &done));
+    return done ? Result::kSuccess : Result::kInProgress;
+  }
   if (sconn != nullptr) {
     MIXCCL_TRY(sconn->commit(bytes, op.stamp));
     noteSend(sconn);
   }
   if (rconn != nullptr) MIXCCL_TRY(rconn->release());
   return Result::kSuccess;
+}
+
+// The second phase of a step with device work: once its fence signals, publish what it wrote.
+Result Stream::completeStep(Op& op, bool* done) {
+  *done = false;
+  DeviceBackend* dev = op.comm->backend();
+  Result r = dev->query(pending_.fence);
+  if (r == Result::kInProgress) return Result::kSuccess;
+  if (r != Result::kSuccess) {
+    return fail(r, "rank %d: device work of %s failed on the %s backend: %s", op.comm->rank(), describeWait().c_str(),
+                dev->name(), lastError().c_str());
+  }
+  dev->releaseFence(pending_.fence);
+  PendingStep p = pending_;
+  pending_ = PendingStep{};
+  if (p.sconn != nullptr) {
+    MIXCCL_TRY(p.sconn->commit(p.bytes, op.stamp));
+    noteSend(p.sconn);
+  }
+  if (p.rconn != nullptr) MIXCCL_TRY(p.rconn->release());
+  *done = true;
+  return Result::kSuccess;
+}
+
+void Stream::dropPending() {
+  if (!pending_.active) return;
+  if (pending_.fence != nullptr && !ops_.empty())
+    ops_[std::min(opIndex_, ops_.size() - 1)]->comm->backend()->releaseFence(pending_.fence);
+  pending_ = PendingStep{};
 }
 
 // Creates every connection an operation will use before its first step. Connections are
@@ -152,6 +193,14 @@ Result Stream::progress(bool* advanced) {
       connected_ = true;
     }
     while (stepIndex_ < steps.size()) {
+      if (pending_.active) {
+        bool done = false;
+        MIXCCL_TRY(completeStep(op, &done));
+        if (!done) return Result::kSuccess;
+        ++stepIndex_;
+        *advanced = true;
+        continue;
+      }
       Result r = tryStep(op, steps[stepIndex_]);
       if (r == Result::kInProgress) return Result::kSuccess;
       MIXCCL_TRY(r);
@@ -305,6 +354,9 @@ std::vector<int> Stream::remainingPeers(const Op& op) const {
 
 Result Stream::checkPending(bool probe) {
   if (finished_ || opIndex_ >= ops_.size()) return Result::kSuccess;
+  // Waiting for its own device, not for a peer; a probe would also take a second slot of a lane
+  // whose slot this step holds uncommitted.
+  if (pending_.active) return Result::kSuccess;
   Op& op = *ops_[opIndex_];
   if (probe) {
     MIXCCL_TRY(sendProbes(op));
@@ -369,6 +421,12 @@ std::string Stream::describeWait() const {
     return buf;
   }
   const Op& op = *ops_[opIndex_];
+  if (pending_.active) {
+    snprintf(buf, sizeof(buf), "%s (seq %llu, %llu x %s) step %zu/%zu: waiting for its device work on the %s backend",
+             collName(op.kind), static_cast<unsigned long long>(op.seq), static_cast<unsigned long long>(op.count),
+             dataTypeName(op.dtype), stepIndex_ + 1, op.schedule.steps.size(), op.comm->backend()->name());
+    return buf;
+  }
   snprintf(buf, sizeof(buf), "%s (seq %llu, %llu x %s) step %zu/%zu: waiting %s rank %d", collName(op.kind),
            static_cast<unsigned long long>(op.seq), static_cast<unsigned long long>(op.count), dataTypeName(op.dtype),
            stepIndex_ + 1, op.schedule.steps.size(), waitingRecv_ ? "for a message from" : "for a free slot to",
@@ -472,6 +530,27 @@ void clearWaits(std::vector<Stream>& streams) {
 constexpr std::chrono::milliseconds kCheckAfter{10};
 constexpr std::chrono::milliseconds kProbeAfter{200};
 
+std::vector<Stream> partitionOps(const std::vector<Op*>& ops) {
+  std::vector<Stream> streams;
+  std::map<std::tuple<Communicator*, int, int>, size_t> index;  // (comm, kind, peer) -> stream
+  for (Op* op : ops) {
+    int peer = -1;
+    int kind = 0;  // 0 collectives, 1 sends to peer, 2 receives from peer
+    if (op->kind == CollKind::kSend || op->kind == CollKind::kRecv) {
+      peer = op->root;
+      kind = op->kind == CollKind::kSend ? 1 : 2;
+    }
+    auto key = std::make_tuple(op->comm, kind, peer);
+    auto it = index.find(key);
+    if (it == index.end()) {
+      it = index.emplace(key, streams.size()).first;
+      streams.emplace_back();
+    }
+    streams[it->second].push(op);
+  }
+  return streams;
+}
+
 Result runStreams(std::vector<Stream>& streams) {
   const auto timeout = std::chrono::seconds(config::getInt(config::Knob::kTimeout));
   auto lastProgress = Clock::now();
@@ -539,6 +618,7 @@ Result runStreams(std::vector<Stream>& streams) {
   if (result != Result::kSuccess) {
     for (Stream& s : streams) {
       if (!s.empty() && !s.done()) s.comm()->setAsyncError(result);
+      s.dropPending();
     }
   }
   if (published) {

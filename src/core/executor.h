@@ -13,7 +13,14 @@
 // communicators' abort/revoke flags and fails with kRemoteError after MIXCCL_TIMEOUT seconds
 // without progress, naming the operation, step and peer it waits for.
 //
-// Threading: called by the thread that issued the call / ncclGroupEnd; not re-entrant per comm.
+// Device work: an operation with a work queue (op.queue, engine.h) issues each step's copies and
+// reductions on that queue and records a fence; the step's slot is committed and the peer's
+// message released only once the fence signals (two phases: issued, then done and committed).
+// One step per stream is in flight. Without a queue the backend works synchronously and a step
+// completes in one call.
+//
+// Threading: called by the thread that issued the call / ncclGroupEnd, or by the communicator's
+// progress thread for queued work; not re-entrant per comm.
 
 #include <memory>
 #include <string>
@@ -47,8 +54,12 @@ class Stream {
   // `failure` of progress(), or the mismatch that explains it (a peer of the operation sent a
   // message of another operation before the link broke).
   Result preferMismatch(Result failure);
+  // Forgets a step whose device work is still in flight (the run failed; engine.cc waits for the
+  // work queues before the stream gates open).
+  void dropPending();
 
  private:
+  Result completeStep(Op& op, bool* done);
   Result tryStep(Op& op, const algo::Step& step);
   Result connectAll(Op& op);
   Result checkOldestFrom(Op& op, int peer);
@@ -80,7 +91,20 @@ class Stream {
     std::string why;  // what the probe ran into
   };
   std::vector<GonePeer> gone_;
+  // The step whose device work was issued and is not known to be done yet.
+  struct PendingStep {
+    Fence* fence = nullptr;
+    SendConnection* sconn = nullptr;  // to commit `bytes` to when the fence signals
+    RecvConnection* rconn = nullptr;  // to release then
+    size_t bytes = 0;
+    bool active = false;
+  };
+  PendingStep pending_;
 };
+
+// The streams of a run (group.h): per communicator, its collectives in issue order on one stream,
+// and its sends and receives on one stream per (peer, direction).
+std::vector<Stream> partitionOps(const std::vector<Op*>& ops);
 
 // Runs all streams to completion (or the first error, after which the remaining streams are
 // abandoned; their communicators record the error as their async error).

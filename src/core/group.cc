@@ -10,6 +10,7 @@
 
 #include "common/log.h"
 #include "src/core/communicator.h"
+#include "src/core/engine.h"
 #include "src/core/executor.h"
 #include "src/core/op_stamp.h"
 
@@ -53,12 +54,35 @@ class CallerSlots {
   std::vector<Communicator*> taken_;
 };
 
-// Partitions `ops` into streams (see the header) and runs them.
+// Issues `ops` (sequence numbers and stamps in issue order), queues the operations of
+// communicators whose work is asynchronous (engine.h) and runs the rest here.
 Result runOps(std::vector<std::unique_ptr<Op>>& ops) {
   CallerSlots slots;  // before anything of a communicator changes, sequence numbers included
   for (auto& op : ops) MIXCCL_TRY(slots.claim(op->comm));
-  std::vector<Stream> streams;
-  std::map<std::tuple<Communicator*, int, int>, size_t> index;  // (comm, kind, peer) -> stream
+  // Per communicator in order of first appearance: whether any of its operations is queued. Then
+  // all of its operations of this group go into one batch, so grouped sends and receives still
+  // progress together; NULL-stream ones among them complete before the call returns.
+  std::vector<std::pair<Communicator*, bool>> comms;
+  for (auto& op : ops) {
+    auto it = std::find_if(comms.begin(), comms.end(), [&](const auto& c) { return c.first == op->comm; });
+    if (it == comms.end()) it = comms.insert(comms.end(), {op->comm, false});
+    it->second = it->second || isQueued(*op);
+  }
+  // Pinned for the whole run (an abort on another thread frees a communicator once unpinned);
+  // the slots are released first, as the pins are.
+  struct Pins {
+    std::vector<std::pair<Communicator*, bool>>& comms;
+    CallerSlots& slots;
+    ~Pins() {
+      slots.release();
+      for (auto& c : comms) c.first->leaveCall();
+    }
+  };
+  for (auto& c : comms) c.first->enterCall();
+  Pins pins{comms, slots};
+  auto queued = [&](Communicator* c) {
+    return std::find_if(comms.begin(), comms.end(), [&](const auto& e) { return e.first == c; })->second;
+  };
   for (auto& op : ops) {
     op->seq = op->comm->nextSeq(op->kind, op->root);
     op->stamp = opStamp(*op);
@@ -69,25 +93,36 @@ Result runOps(std::vector<std::unique_ptr<Op>>& ops) {
                 collName(op->kind), static_cast<unsigned long long>(op->seq), op->input, op->output,
                 static_cast<unsigned long long>(op->count), dataTypeName(op->dtype), op->redOp, op->root,
                 static_cast<void*>(op->comm), op->comm->nranks(), op->stream);
-    int peer = -1;
-    int kind = 0;  // 0 collectives, 1 sends to peer, 2 receives from peer
-    if (op->kind == CollKind::kSend || op->kind == CollKind::kRecv) {
-      peer = op->root;
-      kind = op->kind == CollKind::kSend ? 1 : 2;
-    }
-    auto key = std::make_tuple(op->comm, kind, peer);
-    auto it = index.find(key);
-    if (it == index.end()) {
-      it = index.emplace(key, streams.size()).first;
-      streams.emplace_back();
-    }
-    streams[it->second].push(op.get());
   }
-  for (auto& op : ops) op->comm->enterCall();
-  Result r = runStreams(streams);
-  slots.release();
-  for (auto& op : ops) op->comm->leaveCall();
-  return r;
+  Result r = Result::kSuccess;
+  // Queued work first, so it progresses while this thread runs the synchronous rest.
+  for (auto& [comm, isAsync] : comms) {
+    if (!isAsync) continue;
+    std::vector<std::unique_ptr<Op>> batch;
+    bool waitDone = false;
+    for (auto& op : ops) {
+      if (op == nullptr || op->comm != comm) continue;
+      waitDone = waitDone || op->stream == nullptr;
+      batch.push_back(std::move(op));
+    }
+    Result q = comm->engine()->enqueue(std::move(batch), waitDone);
+    if (r == Result::kSuccess) r = q;
+  }
+  std::vector<Op*> sync;
+  for (auto& op : ops) {
+    if (op != nullptr && !queued(op->comm)) sync.push_back(op.get());
+  }
+  if (sync.empty()) return r;
+  // The wire order is the issue order: queued work of these communicators goes first.
+  for (auto& [comm, isAsync] : comms) {
+    Engine* engine = comm->existingEngine();
+    if (isAsync || engine == nullptr) continue;
+    Result w = engine->waitIdle("synchronous call after queued work");
+    if (w != Result::kSuccess) return r == Result::kSuccess ? w : r;
+  }
+  std::vector<Stream> streams = partitionOps(sync);
+  Result done = runStreams(streams);
+  return r == Result::kSuccess ? done : r;
 }
 
 // Completes the outermost group: joins the inits and tasks it started, then runs its operations
@@ -153,6 +188,7 @@ Result simulateEnd(double* estimatedSeconds) {
 
 Result submit(std::unique_ptr<Op> op) {
   Result r = prepareOp(op.get());
+  if (r == Result::kSuccess && isQueued(*op)) r = checkQueuedOp(*op);
   if (r != Result::kSuccess) return noteError(r);
   if (tGroup.depth > 0) {
     tGroup.ops.push_back(std::move(op));
