@@ -58,6 +58,10 @@ constexpr KnobDecl kTable[] = {
     {Knob::kNetTimeout, "MIXCCL_NET_TIMEOUT", Type::kInt, "20",
      "seconds a TCP peer (bootstrap or transport) may acknowledge nothing, keepalive probes included, before "
      "it counts as unreachable; rides out 5-10 s link flaps; 0 = leave it to the kernel (minutes)"},
+    {Knob::kOpenclDevice, "MIXCCL_OPENCL_DEVICE", Type::kString, "0:0",
+     "platform:device indexes (as clinfo -l lists them) of the device the OpenCL backend uses"},
+    {Knob::kOpenclSvm, "MIXCCL_OPENCL_SVM", Type::kString, "coarse",
+     "SVM kind of device buffers the OpenCL backend allocates: coarse or fine (fine needs device support)"},
 };
 static_assert(std::size(kTable) == static_cast<size_t>(Knob::kCount_), "every knob needs a table row");
 

@@ -31,6 +31,8 @@ enum class Knob : int {
   kDumpOnSignal,  // MIXCCL_DUMP_ON_SIGNAL (SIGUSR1 logs hang reports)
   kCommSecret,    // MIXCCL_COMM_SECRET (authenticates NCCL_COMM_ID jobs)
   kNetTimeout,    // MIXCCL_NET_TIMEOUT (seconds a silent TCP peer counts as reachable)
+  kOpenclDevice,  // MIXCCL_OPENCL_DEVICE (platform:device of the OpenCL backend)
+  kOpenclSvm,     // MIXCCL_OPENCL_SVM (coarse or fine: the SVM kind ncclMemAlloc returns)
   kCount_
 };
 
