@@ -6,9 +6,8 @@
 
 #if defined(MIXCCL_HAVE_OPENCL)
 
-#include "mixccl/opencl.h"
-
 #include "common/result.h"
+#include "mixccl/opencl.h"
 #include "src/api/guard.h"
 #include "src/device/opencl/opencl_backend.h"
 

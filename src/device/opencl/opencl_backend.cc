@@ -200,8 +200,8 @@ Result OpenclBackend::alloc(size_t bytes, void** ptr) {
 
 Result OpenclBackend::free(void* ptr) {
   if (ptr == nullptr) return Result::kSuccess;
-  if (!rt_->removeRange(reinterpret_cast<uintptr_t>(ptr), [](const Range& r) { return r.kind == RangeKind::kSvm; },
-                        nullptr)) {
+  if (!rt_->removeRange(
+          reinterpret_cast<uintptr_t>(ptr), [](const Range& r) { return r.kind == RangeKind::kSvm; }, nullptr)) {
     return fail(Result::kInvalidArgument,
                 "opencl free: %p was not returned by this backend's alloc (or was freed already)", ptr);
   }
@@ -244,7 +244,9 @@ Result OpenclBackend::freeStaging(void* ptr) {
   Range r;
   const bool found = rt_->removeRange(
       reinterpret_cast<uintptr_t>(ptr),
-      [](const Range& x) { return x.kind == RangeKind::kSvmStaging || (x.kind == RangeKind::kRegistered && x.ownsHostMemory); },
+      [](const Range& x) {
+        return x.kind == RangeKind::kSvmStaging || (x.kind == RangeKind::kRegistered && x.ownsHostMemory);
+      },
       &r);
   if (!found) {
     return fail(Result::kInvalidArgument, "opencl freeStaging: %p was not returned by allocStaging (or was freed)",
@@ -278,8 +280,8 @@ Result OpenclBackend::unregisterHost(HostRegistration* reg) {
   if (reg == nullptr) return Result::kSuccess;
   auto* r = reinterpret_cast<OclRegistration*>(reg);
   cl_mem mem = r->mem;
-  if (!rt_->removeRange(r->start, [mem](const Range& x) { return x.kind == RangeKind::kRegistered && x.mem == mem; },
-                        nullptr)) {
+  if (!rt_->removeRange(
+          r->start, [mem](const Range& x) { return x.kind == RangeKind::kRegistered && x.mem == mem; }, nullptr)) {
     return fail(Result::kInvalidArgument, "opencl unregisterHost: registration %p is unknown", static_cast<void*>(reg));
   }
   clReleaseMemObject(mem);  // kernels still queued keep their own reference
@@ -376,7 +378,8 @@ Result OpenclBackend::copy(void* dst, const void* src, size_t bytes, WorkQueue* 
     // Overlap (memmove semantics, as the host backend): through a temporary SVM buffer, freed
     // on the queue after the second copy.
     void* tmp = clSVMAlloc(rt_->context(), CL_MEM_READ_WRITE, bytes, 0);
-    if (tmp == nullptr) return fail(Result::kSystemError, "opencl copy: no %zu bytes of SVM for an overlapping copy", bytes);
+    if (tmp == nullptr)
+      return fail(Result::kSystemError, "opencl copy: no %zu bytes of SVM for an overlapping copy", bytes);
     Operand t;
     t.kind = Operand::kSvm;
     t.ptr = tmp;
@@ -532,8 +535,8 @@ Result OpenclBackend::markStart(void* stream, Fence** fence) {
 Result OpenclBackend::query(Fence* fence) {
   if (fence == nullptr) return Result::kSuccess;
   cl_int status = CL_COMPLETE;
-  cl_int err = clGetEventInfo(reinterpret_cast<OclFence*>(fence)->ev, CL_EVENT_COMMAND_EXECUTION_STATUS,
-                              sizeof(status), &status, nullptr);
+  cl_int err = clGetEventInfo(reinterpret_cast<OclFence*>(fence)->ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(status),
+                              &status, nullptr);
   if (err != CL_SUCCESS) return clFail(err, "clGetEventInfo (query)");
   if (status < 0) {
     return fail(Result::kSystemError,

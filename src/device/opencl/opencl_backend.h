@@ -92,8 +92,7 @@ class OpenclBackend final : public DeviceBackend {
 
  private:
   cl_command_queue queueOf(WorkQueue* queue) const;
-  Result enqueueCopy(cl_command_queue q, const ocl::Operand& dst, const ocl::Operand& src, size_t bytes,
-                     cl_event* ev);
+  Result enqueueCopy(cl_command_queue q, const ocl::Operand& dst, const ocl::Operand& src, size_t bytes, cl_event* ev);
   Result finish(cl_command_queue q, cl_event last, bool wait, const char* what);
 
   ocl::Runtime* rt_;

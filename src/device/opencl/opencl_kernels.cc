@@ -204,7 +204,7 @@ kernel void copy_bytes(global uchar* dst, ulong dOff, global const uchar* src, u
 )CLC";
 
 const char* const kReduceKernelNames[kNumDataTypes] = {
-    "reduce_int8",   "reduce_uint8",  "reduce_int32",   "reduce_uint32",   "reduce_int64",      "reduce_uint64",
+    "reduce_int8",    "reduce_uint8",   "reduce_int32",   "reduce_uint32",   "reduce_int64",      "reduce_uint64",
     "reduce_float16", "reduce_float32", "reduce_float64", "reduce_bfloat16", "reduce_float8e4m3", "reduce_float8e5m2",
 };
 

@@ -162,7 +162,8 @@ Result Runtime::get(Runtime** out) {
 
 Result Runtime::useContext(cl_context context, cl_device_id device) {
   if (context == nullptr || device == nullptr) {
-    return fail(Result::kInvalidArgument, "mixcclOpenclUseContext: %s is NULL", context == nullptr ? "context" : "device");
+    return fail(Result::kInvalidArgument, "mixcclOpenclUseContext: %s is NULL",
+                context == nullptr ? "context" : "device");
   }
   std::lock_guard<std::mutex> lock(gMu);
   if (gRuntime != nullptr || gInitFailed) {
@@ -213,8 +214,7 @@ Result Runtime::pickDevice() {
   const std::string& knob = config::getString(config::Knob::kOpenclDevice);
   int pi = 0, di = 0;
   if (!parseDeviceKnob(knob, &pi, &di)) {
-    return fail(Result::kInvalidArgument,
-                "OpenCL backend: %s='%s' is not platform:device (e.g. 0:0); devices here: %s",
+    return fail(Result::kInvalidArgument, "OpenCL backend: %s='%s' is not platform:device (e.g. 0:0); devices here: %s",
                 config::name(config::Knob::kOpenclDevice), knob.c_str(), listDevices().c_str());
   }
   const auto plats = platforms();
@@ -267,8 +267,8 @@ Result Runtime::init() {
   }
   // ICD rule: every object of a platform starts with the pointer to its dispatch table.
   dispatch_ = *reinterpret_cast<const void* const*>(context_);
-  MIXCCL_INFO(log::kInit, "OpenCL backend: %s / %s (device index %d, SVM %s%s)", platformName_.c_str(),
-              devName.c_str(), deviceIndex_, fineSvm_ ? "coarse+fine" : "coarse", fp64_ ? ", fp64" : "");
+  MIXCCL_INFO(log::kInit, "OpenCL backend: %s / %s (device index %d, SVM %s%s)", platformName_.c_str(), devName.c_str(),
+              deviceIndex_, fineSvm_ ? "coarse+fine" : "coarse", fp64_ ? ", fp64" : "");
   return Result::kSuccess;
 }
 

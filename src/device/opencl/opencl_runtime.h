@@ -51,7 +51,7 @@ struct Range {
   RangeKind kind;
   uintptr_t start;
   size_t bytes;
-  cl_mem mem;         // kRegistered only
+  cl_mem mem;           // kRegistered only
   bool ownsHostMemory;  // kRegistered staging fallback: the host memory is ours to free
 };
 
