@@ -411,8 +411,9 @@ Result OpenclBackend::reduce(void* dst, const void* a, const void* b, size_t cou
   const size_t bytes = count * size;
   // Nothing to compute: copy the bits, as the host does (no NaN quietening).
   if (a == nullptr && !pre && !post) return copy(dst, b, bytes, queue);
+  const cl_int flags = (a != nullptr ? 1 : 0) | (pre ? 2 : 0) | (post ? 4 : 0);
   cl_kernel k = nullptr;
-  MIXCCL_TRY(rt_->reduceKernel(spec.dtype, &k));
+  MIXCCL_TRY(rt_->reduceKernel(spec.dtype, flags, &k));
   const cl_command_queue q = queueOf(queue);
 
   // Operands the kernel cannot take directly (plain host memory, misaligned) go through one SVM
@@ -460,7 +461,6 @@ Result OpenclBackend::reduce(void* dst, const void* a, const void* b, size_t cou
       std::memcpy(&u, &f, sizeof(f));
       divBits = u;
     }
-    const cl_int flags = (a != nullptr ? 1 : 0) | (pre ? 2 : 0) | (post ? 4 : 0);
     const size_t global = (count + kGlobalRound - 1) / kGlobalRound * kGlobalRound;
     std::lock_guard<std::mutex> lock(rt_->kernelMu());
     r = [&]() -> Result {

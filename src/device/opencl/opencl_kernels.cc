@@ -10,9 +10,12 @@
 //    the same bit manipulation as float_formats.h; every arithmetic step runs in float and is
 //    rounded back to the narrow type exactly where the host loop rounds (only when another step
 //    follows; the store rounds last).
+//  - a sum or product of two NaNs gives the second operand's NaN, quietened (see nanRule32): the
+//    one case where the host's bits depend on its compiler, so only NaN-ness is guaranteed equal.
 //  - integers add and multiply through their unsigned type (wrap), divide with truncation in
 //    64-bit arithmetic (what the host's via-double and integer paths both compute).
-//  - max/min: `x > y ? x : y`, then x where y is NaN; equal operands give y (signed zeros too).
+//  - max/min: x where x > y or y is NaN, else y (equal operands give y, signed zeros too); the
+//    choice is a bit mask so a signalling NaN operand keeps its bits, as on the host.
 //  - float division of post() is correctly rounded: the build passes
 //    -cl-fp32-correctly-rounded-divide-sqrt, or defines MIXCCL_DIV_VIA_DOUBLE when the device
 //    lacks that option (a double quotient rounded to float is correctly rounded: 53 >= 2*24+2).
@@ -114,7 +117,8 @@ inline uchar floatToE5m2(float f) {
   inline S mul_##S(S x, S y) { return (S)((U)x * (U)y); }                              \
   inline S div_##S(S x, ulong d, ulong bits) { return (S)((W)x / (W)d); }             \
   inline S scal_##S(ulong bits) { return (S)bits; }                                    \
-  inline int isnan_##S(S x) { return 0; }
+  inline int isnan_##S(S x) { return 0; }                                              \
+  inline S sel_##S(int c, S x, S y) { return c ? x : y; }
 
 INT_OPS(char, uchar, long)
 INT_OPS(uchar, uchar, ulong)
@@ -123,12 +127,30 @@ INT_OPS(uint, uint, ulong)
 INT_OPS(long, ulong, long)
 INT_OPS(ulong, ulong, ulong)
 
-#define FLOAT_OPS(N)                                                                   \
-  inline float add_##N(float x, float y) { return x + y; }                             \
-  inline float mul_##N(float x, float y) { return x * y; }                             \
-  inline float div_##N(float x, ulong d, ulong bits) { return DIVF32(x, bits); }       \
-  inline int isnan_##N(float x) { return x != x; }
+/* max/min pick an operand by mask, not with `?:` on floating values: the compiler turns that
+ * pattern into maxnum/minnum, which quietens a signalling NaN operand, where the host returns the
+ * operand's bits unchanged. */
+inline float selBits32(int c, float x, float y) {
+  const uint m = 0u - (uint)(c != 0);
+  return as_float((as_uint(x) & m) | (as_uint(y) & ~m));
+}
 
+/* A sum or product of two NaNs returns the second operand's NaN (y = pre(b)), quietened, whatever
+ * order the compiler gives the operands. The host kernels leave this to GCC's operand order, which
+ * varies by type and loop (mostly the second operand on x86), so only this case may differ from the
+ * host in payload or sign; the result is a NaN on both. One NaN operand: that NaN, quietened. */
+inline float nanRule32(float x, float y, float r) {
+  return y != y ? as_float(as_uint(y) | 0x00400000u) : (x != x ? as_float(as_uint(x) | 0x00400000u) : r);
+}
+
+#define FLOAT_OPS_RULE(N, RULE)                                                        \
+  inline float add_##N(float x, float y) { return RULE(x, y, x + y); }                 \
+  inline float mul_##N(float x, float y) { return RULE(x, y, x * y); }                 \
+  inline float div_##N(float x, ulong d, ulong bits) { return DIVF32(x, bits); }       \
+  inline int isnan_##N(float x) { return x != x; }                                    \
+  inline float sel_##N(int c, float x, float y) { return selBits32(c, x, y); }
+
+#define FLOAT_OPS(N) FLOAT_OPS_RULE(N, nanRule32)
 FLOAT_OPS(f32)
 FLOAT_OPS(f16)
 FLOAT_OPS(bf16)
@@ -140,8 +162,11 @@ inline ushort scal_bf16(ulong bits) { return (ushort)bits; }
 inline uchar scal_e4m3(ulong bits) { return (uchar)bits; }
 inline uchar scal_e5m2(ulong bits) { return (uchar)bits; }
 
-/* flags: bit 0 = a present, bit 1 = pre(), bit 2 = post(). op: 0 sum, 1 prod, 2 max, 3 min. */
-#define REDUCE_KERNEL(NAME, N, S, C, LOAD, STORE)                                                        \
+/* One kernel per (type, FLAGS): bit 0 = a present, bit 1 = pre(), bit 2 = post(), fixed at compile
+ * time. With run-time flags the compiler merges `if (post) y = y / d` into `y / (post ? d : 1)` (and
+ * likewise for pre and the op), which quietens a signalling NaN the host passes through unchanged.
+ * The flags argument repeats FLAGS and is not read. op: 0 sum, 1 prod, 2 max, 3 min. */
+#define REDUCE_VARIANT(NAME, N, S, C, LOAD, STORE, FLAGS)                                                \
   kernel void NAME(global S* dst, ulong dOff, global const S* a, ulong aOff, global const S* b, ulong bOff, \
                    ulong n, int op, int flags, ulong scalarBits, ulong divisor, ulong divBits) {          \
     const size_t i = get_global_id(0);                                                                   \
@@ -149,7 +174,7 @@ inline uchar scal_e5m2(ulong bits) { return (uchar)bits; }
     global S* d = (global S*)((global uchar*)dst + dOff);                                                \
     global const S* pa = (global const S*)((global const uchar*)a + aOff);                              \
     global const S* pb = (global const S*)((global const uchar*)b + bOff);                              \
-    const int hasA = (flags & 1) != 0, pre = (flags & 2) != 0, post = (flags & 4) != 0;                  \
+    const int hasA = (FLAGS & 1) != 0, pre = (FLAGS & 2) != 0, post = (FLAGS & 4) != 0;                  \
     C y = LOAD(pb[i]);                                                                                   \
     if (pre) {                                                                                           \
       y = mul_##N(y, LOAD(scal_##N(scalarBits)));                                                        \
@@ -162,17 +187,25 @@ inline uchar scal_e5m2(ulong bits) { return (uchar)bits; }
       } else if (op == 1) {                                                                              \
         y = mul_##N(x, y);                                                                               \
       } else if (op == 2) {                                                                              \
-        const C r = x > y ? x : y;                                                                       \
-        y = isnan_##N(y) ? x : r;                                                                        \
+        y = sel_##N(x > y || isnan_##N(y), x, y);                                                        \
       } else {                                                                                           \
-        const C r = x < y ? x : y;                                                                       \
-        y = isnan_##N(y) ? x : r;                                                                        \
+        y = sel_##N(x < y || isnan_##N(y), x, y);                                                        \
       }                                                                                                  \
       if (post) y = LOAD(STORE(y));                                                                      \
     }                                                                                                    \
     if (post) y = div_##N(y, divisor, divBits);                                                          \
     d[i] = STORE(y);                                                                                     \
   }
+
+#define REDUCE_KERNEL(NAME, N, S, C, LOAD, STORE)      \
+  REDUCE_VARIANT(NAME##_0, N, S, C, LOAD, STORE, 0)    \
+  REDUCE_VARIANT(NAME##_1, N, S, C, LOAD, STORE, 1)    \
+  REDUCE_VARIANT(NAME##_2, N, S, C, LOAD, STORE, 2)    \
+  REDUCE_VARIANT(NAME##_3, N, S, C, LOAD, STORE, 3)    \
+  REDUCE_VARIANT(NAME##_4, N, S, C, LOAD, STORE, 4)    \
+  REDUCE_VARIANT(NAME##_5, N, S, C, LOAD, STORE, 5)    \
+  REDUCE_VARIANT(NAME##_6, N, S, C, LOAD, STORE, 6)    \
+  REDUCE_VARIANT(NAME##_7, N, S, C, LOAD, STORE, 7)
 
 REDUCE_KERNEL(reduce_int8, char, char, char, ID, ID)
 REDUCE_KERNEL(reduce_uint8, uchar, uchar, uchar, ID, ID)
@@ -187,11 +220,19 @@ REDUCE_KERNEL(reduce_float8e4m3, e4m3, uchar, float, e4m3ToFloat, floatToE4m3)
 REDUCE_KERNEL(reduce_float8e5m2, e5m2, uchar, float, e5m2ToFloat, floatToE5m2)
 
 #ifdef cl_khr_fp64
-inline double add_f64(double x, double y) { return x + y; }
-inline double mul_f64(double x, double y) { return x * y; }
+inline double nanRule64(double x, double y, double r) {
+  return y != y ? as_double(as_ulong(y) | 0x0008000000000000ul)
+                : (x != x ? as_double(as_ulong(x) | 0x0008000000000000ul) : r);
+}
+inline double add_f64(double x, double y) { return nanRule64(x, y, x + y); }
+inline double mul_f64(double x, double y) { return nanRule64(x, y, x * y); }
 inline double div_f64(double x, ulong d, ulong bits) { return x / as_double(bits); }
 inline double scal_f64(ulong bits) { return as_double(bits); }
 inline int isnan_f64(double x) { return x != x; }
+inline double sel_f64(int c, double x, double y) {
+  const ulong m = 0ul - (ulong)(c != 0);
+  return as_double((as_ulong(x) & m) | (as_ulong(y) & ~m));
+}
 REDUCE_KERNEL(reduce_float64, f64, double, double, ID, ID)
 #endif
 

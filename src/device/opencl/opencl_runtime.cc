@@ -309,10 +309,13 @@ Result Runtime::buildProgram() {
   }
   for (int t = 0; t < kNumDataTypes; ++t) {
     if (static_cast<DataType>(t) == DataType::kFloat64 && !fp64_) continue;
-    reduceKernels_[t] = clCreateKernel(program_, kReduceKernelNames[t], &err);
-    if (err != CL_SUCCESS) {
-      return fail(Result::kInternalError, "OpenCL backend: clCreateKernel(%s) failed (%s)", kReduceKernelNames[t],
-                  clErrorName(err));
+    for (int v = 0; v < kNumReduceVariants; ++v) {
+      const std::string name = std::string(kReduceKernelNames[t]) + "_" + std::to_string(v);
+      reduceKernels_[t][v] = clCreateKernel(program_, name.c_str(), &err);
+      if (err != CL_SUCCESS) {
+        return fail(Result::kInternalError, "OpenCL backend: clCreateKernel(%s) failed (%s)", name.c_str(),
+                    clErrorName(err));
+      }
     }
   }
   copyKernel_ = clCreateKernel(program_, kCopyKernelName, &err);
@@ -323,13 +326,13 @@ Result Runtime::buildProgram() {
   return Result::kSuccess;
 }
 
-Result Runtime::reduceKernel(DataType dtype, cl_kernel* out) {
+Result Runtime::reduceKernel(DataType dtype, int flags, cl_kernel* out) {
   std::call_once(buildOnce_, [this] {
     buildResult_ = buildProgram();
     if (buildResult_ != Result::kSuccess) buildError_ = lastError();
   });
   if (buildResult_ != Result::kSuccess) return fail(buildResult_, "%s", buildError_.c_str());
-  *out = reduceKernels_[static_cast<int>(dtype)];
+  *out = reduceKernels_[static_cast<int>(dtype)][flags & (kNumReduceVariants - 1)];
   if (*out == nullptr) {
     return fail(Result::kInvalidUsage, "OpenCL backend: device of '%s' has no %s support (cl_khr_fp64)",
                 platformName_.c_str(), dataTypeName(dtype));
@@ -338,7 +341,7 @@ Result Runtime::reduceKernel(DataType dtype, cl_kernel* out) {
 }
 
 Result Runtime::copyKernel(cl_kernel* out) {
-  MIXCCL_TRY(reduceKernel(DataType::kInt8, out));
+  MIXCCL_TRY(reduceKernel(DataType::kInt8, 0, out));  // builds the program
   *out = copyKernel_;
   return Result::kSuccess;
 }

@@ -35,6 +35,7 @@
 
 #include "common/result.h"
 #include "common/types.h"
+#include "src/device/opencl/opencl_kernels.h"
 
 namespace mixccl::ocl {
 
@@ -84,7 +85,8 @@ class Runtime {
   const void* dispatch() const { return dispatch_; }
 
   // The built program's kernels (built on first call; the build log is in the failure message).
-  Result reduceKernel(DataType dtype, cl_kernel* out);
+  // `flags`: 1 = a present, 2 = pre(), 4 = post() (opencl_kernels.h).
+  Result reduceKernel(DataType dtype, int flags, cl_kernel* out);
   Result copyKernel(cl_kernel* out);
   std::mutex& kernelMu() { return kernelMu_; }
 
@@ -119,7 +121,7 @@ class Runtime {
   Result buildResult_ = Result::kSuccess;
   std::string buildError_;
   cl_program program_ = nullptr;
-  cl_kernel reduceKernels_[kNumDataTypes] = {};
+  cl_kernel reduceKernels_[kNumDataTypes][kNumReduceVariants] = {};
   cl_kernel copyKernel_ = nullptr;
   std::mutex kernelMu_;
 
