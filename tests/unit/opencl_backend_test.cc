@@ -499,7 +499,7 @@ bool isNanElem(DataType dtype, const uint8_t* p) {
   }
 }
 
-class OpenclReduceTest : public OpenclBackendTest, public ::testing::WithParamInterface<Placement> {};
+class OpenclBackendReduceTest : public OpenclBackendTest, public ::testing::WithParamInterface<Placement> {};
 
 std::string hexElem(const uint8_t* p, size_t size) {
   uint64_t v = 0;
@@ -509,7 +509,7 @@ std::string hexElem(const uint8_t* p, size_t size) {
   return buf;
 }
 
-TEST_P(OpenclReduceTest, MatchesHostBitForBit) {
+TEST_P(OpenclBackendReduceTest, MatchesHostBitForBit) {
   const Placement placement = GetParam();
   std::mt19937_64 rng(1234 + static_cast<int>(placement));
   const BackendCaps caps = dev_->caps();
@@ -566,7 +566,7 @@ TEST_P(OpenclReduceTest, MatchesHostBitForBit) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Placements, OpenclReduceTest,
+INSTANTIATE_TEST_SUITE_P(Placements, OpenclBackendReduceTest,
                          ::testing::Values(Placement::kCoarse, Placement::kFine, Placement::kRegistered,
                                            Placement::kPlainHost, Placement::kOddOffsets),
                          [](const ::testing::TestParamInfo<Placement>& i) {
