@@ -61,6 +61,10 @@ constexpr KnobDecl kTable[] = {
     {Knob::kDeviceBackend, "MIXCCL_DEVICE_BACKEND", Type::kString, "host",
      "the device backend of this process: host, opencl, cuda (when built in) or the path of a plugin .so "
      "(include/mixccl/device_backend.h; a path contains '/'); chosen once per process"},
+    {Knob::kOpenclDevice, "MIXCCL_OPENCL_DEVICE", Type::kString, "0:0",
+     "platform:device indexes (as clinfo -l lists them) of the device the OpenCL backend uses"},
+    {Knob::kOpenclSvm, "MIXCCL_OPENCL_SVM", Type::kString, "coarse",
+     "SVM kind of device buffers the OpenCL backend allocates: coarse or fine (fine needs device support)"},
 };
 static_assert(std::size(kTable) == static_cast<size_t>(Knob::kCount_), "every knob needs a table row");
 

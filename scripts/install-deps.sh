@@ -11,6 +11,7 @@ packages=(
   binutils procps iproute2 clang-format
   clang libclang-rt-14-dev
   libcli11-dev nlohmann-json3-dev openmpi-bin python3 gnuplot-nox
+  pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo
 )
 source "$(dirname "$0")/apt-install.sh"
 apt_install_missing install-deps "${packages[@]}"

@@ -1,0 +1,614 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+#include "src/device/opencl/opencl_backend.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#include "common/config.h"
+#include "common/log.h"
+#include "src/device/opencl/opencl_kernels.h"
+
+namespace mixccl {
+namespace {
+
+using ocl::clErrorName;
+using ocl::Operand;
+using ocl::Range;
+using ocl::RangeKind;
+
+// The backend's handles. DeviceBackend's opaque structs are never defined (a later backend
+// would define them too); these are cast to and from them.
+struct OclQueue {
+  cl_command_queue q;
+};
+struct OclFence {
+  cl_event ev;
+};
+struct OclGate {
+  cl_event user;
+  cl_command_queue q;  // retained: the user's queue, flushed on release
+};
+struct OclRegistration {
+  cl_mem mem;
+  uintptr_t start;
+  size_t bytes;
+};
+
+// Kernels run one work-item per element; the global size is rounded up to this (the kernels
+// check their index) so the implementation can pick a work-group size for any count.
+constexpr size_t kGlobalRound = 64;
+
+Result clFail(cl_int err, const char* what) {
+  return fail(Result::kUnhandledDeviceError, "OpenCL backend: %s failed (%s, %d)", what, clErrorName(err), err);
+}
+
+// Copies the first word at `p` without dereferencing it: write() into a pipe returns EFAULT for
+// an unreadable address instead of faulting.
+bool readFirstWord(const void* p, const void** word) {
+  if (reinterpret_cast<uintptr_t>(p) % alignof(void*) != 0) return false;
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return false;
+  bool ok = write(fds[1], p, sizeof(void*)) == static_cast<ssize_t>(sizeof(void*)) &&
+            read(fds[0], word, sizeof(void*)) == static_cast<ssize_t>(sizeof(void*));
+  close(fds[0]);
+  close(fds[1]);
+  return ok;
+}
+
+Result setPointerArg(cl_kernel k, cl_uint idx, const Operand& op) {
+  cl_int err = op.kind == Operand::kMem ? clSetKernelArg(k, idx, sizeof(cl_mem), &op.mem)
+                                        : clSetKernelArgSVMPointer(k, idx, op.ptr);
+  if (err != CL_SUCCESS) return clFail(err, "setting a kernel pointer argument");
+  return Result::kSuccess;
+}
+
+template <typename T>
+Result setArg(cl_kernel k, cl_uint idx, T value) {
+  cl_int err = clSetKernelArg(k, idx, sizeof(T), &value);
+  if (err != CL_SUCCESS) return clFail(err, "setting a kernel argument");
+  return Result::kSuccess;
+}
+
+// The Operand's byte offset as the kernel sees it (SVM pointers carry their own).
+cl_ulong offsetOf(const Operand& op) { return op.kind == Operand::kMem ? op.offset : 0; }
+
+// Releases retained cl_mem objects of a call's operands on every path.
+struct OperandGuard {
+  Operand* ops[3] = {};
+  ~OperandGuard() {
+    for (Operand* o : ops) {
+      if (o != nullptr) ocl::Runtime::releaseOperand(*o);
+    }
+  }
+};
+
+Result validateReduce(void* dst, const void* b, size_t count, const ReduceSpec& spec) {
+  const int dtype = static_cast<int>(spec.dtype);
+  if (dtype < 0 || dtype >= kNumDataTypes) {
+    return fail(Result::kInvalidArgument, "opencl reduce: unknown data type %d (valid: 0..%d)", dtype,
+                kNumDataTypes - 1);
+  }
+  if (spec.op != RedOpKind::kSum && spec.op != RedOpKind::kProd && spec.op != RedOpKind::kMax &&
+      spec.op != RedOpKind::kMin) {
+    return fail(Result::kInvalidArgument,
+                "opencl reduce: op %d is not a kernel op; Avg and PreMulSum must be lowered to Sum with pre/post "
+                "transforms before they reach the device backend",
+                static_cast<int>(spec.op));
+  }
+  if (count > 0 && (dst == nullptr || b == nullptr)) {
+    return fail(Result::kInvalidArgument, "opencl reduce: null %s buffer for %zu elements of %s",
+                dst == nullptr ? "destination" : "input", count, dataTypeName(spec.dtype));
+  }
+  const bool isSigned =
+      spec.dtype == DataType::kInt8 || spec.dtype == DataType::kInt32 || spec.dtype == DataType::kInt64;
+  if (isSigned && spec.divisor > static_cast<uint64_t>(INT64_MAX)) {
+    return fail(Result::kInvalidArgument, "opencl reduce: divisor %llu is too large for %s",
+                static_cast<unsigned long long>(spec.divisor), dataTypeName(spec.dtype));
+  }
+  if (count > SIZE_MAX / dataTypeSize(spec.dtype)) {
+    return fail(Result::kInvalidArgument, "opencl reduce: %zu elements of %s overflow the address space", count,
+                dataTypeName(spec.dtype));
+  }
+  return Result::kSuccess;
+}
+
+}  // namespace
+
+BackendCaps OpenclBackend::caps() const {
+  BackendCaps c;
+  c.dtypes = (1u << kNumDataTypes) - 1;
+  if (!rt_->fp64()) c.dtypes &= ~(1u << static_cast<int>(DataType::kFloat64));
+  c.ops = (1u << (static_cast<int>(RedOpKind::kPreMulSum) + 1)) - 1;
+  c.flags = kCapAsync | kCapRneRounding | kCapFp8Saturate;
+  return c;
+}
+
+MemKind OpenclBackend::memKind(const void* ptr) const {
+  Range r;
+  if (ptr != nullptr && rt_->findRange(ptr, 1, &r) && r.kind == RangeKind::kSvm) return MemKind::kDevice;
+  return MemKind::kHost;
+}
+
+Result OpenclBackend::checkStream(void* stream) const {
+  if (stream == nullptr) return Result::kSuccess;
+  const void* word = nullptr;
+  if (!readFirstWord(stream, &word) || word != rt_->dispatch()) {
+    return fail(Result::kInvalidArgument,
+                "OpenCL backend: stream %p is not a cl_command_queue of platform '%s' (pass a queue created on "
+                "the library's context, see mixcclOpenclGetContext, or NULL)",
+                stream, rt_->platformName().c_str());
+  }
+  auto q = static_cast<cl_command_queue>(stream);
+  cl_context ctx = nullptr;
+  cl_device_id dev = nullptr;
+  cl_int err = clGetCommandQueueInfo(q, CL_QUEUE_CONTEXT, sizeof(ctx), &ctx, nullptr);
+  if (err == CL_SUCCESS) err = clGetCommandQueueInfo(q, CL_QUEUE_DEVICE, sizeof(dev), &dev, nullptr);
+  if (err != CL_SUCCESS) {
+    return fail(Result::kInvalidArgument, "OpenCL backend: stream %p is not a valid cl_command_queue (%s)", stream,
+                clErrorName(err));
+  }
+  if (ctx != rt_->context() || dev != rt_->device()) {
+    return fail(Result::kInvalidArgument,
+                "OpenCL backend: command queue %p belongs to another %s than the library's; create the queue on "
+                "the context mixcclOpenclGetContext returns, or share yours with mixcclOpenclUseContext before "
+                "the first communicator",
+                stream, ctx != rt_->context() ? "context" : "device");
+  }
+  return Result::kSuccess;
+}
+
+// ---- memory ------------------------------------------------------------------------------------
+
+Result OpenclBackend::allocSvm(size_t bytes, bool fine, void** ptr) {
+  if (ptr == nullptr) return fail(Result::kInvalidArgument, "opencl alloc: null output pointer");
+  *ptr = nullptr;
+  if (fine && !rt_->fineSvm()) {
+    return fail(Result::kInvalidUsage,
+                "opencl alloc: the device of '%s' has no fine-grained SVM; unset MIXCCL_OPENCL_SVM or set it to "
+                "coarse",
+                rt_->platformName().c_str());
+  }
+  const cl_svm_mem_flags flags = CL_MEM_READ_WRITE | (fine ? CL_MEM_SVM_FINE_GRAIN_BUFFER : 0);
+  void* p = clSVMAlloc(rt_->context(), flags, bytes == 0 ? 1 : bytes, 0);
+  if (p == nullptr) {
+    return fail(Result::kSystemError,
+                "opencl alloc: clSVMAlloc of %zu bytes (%s-grained) failed on '%s'; reduce the buffer sizes or free "
+                "device memory",
+                bytes, fine ? "fine" : "coarse", rt_->platformName().c_str());
+  }
+  rt_->addRange(Range{RangeKind::kSvm, reinterpret_cast<uintptr_t>(p), bytes == 0 ? 1 : bytes, nullptr, false});
+  *ptr = p;
+  MIXCCL_TRACE(log::kAlloc, "opencl alloc: %zu bytes of %s SVM at %p", bytes, fine ? "fine" : "coarse", p);
+  return Result::kSuccess;
+}
+
+Result OpenclBackend::alloc(size_t bytes, void** ptr) {
+  const std::string& kind = config::getString(config::Knob::kOpenclSvm);
+  if (kind != "coarse" && kind != "fine") {
+    if (ptr != nullptr) *ptr = nullptr;
+    return fail(Result::kInvalidArgument, "opencl alloc: %s='%s' must be coarse or fine",
+                config::name(config::Knob::kOpenclSvm), kind.c_str());
+  }
+  return allocSvm(bytes, kind == "fine", ptr);
+}
+
+Result OpenclBackend::free(void* ptr) {
+  if (ptr == nullptr) return Result::kSuccess;
+  if (!rt_->removeRange(
+          reinterpret_cast<uintptr_t>(ptr), [](const Range& r) { return r.kind == RangeKind::kSvm; }, nullptr)) {
+    return fail(Result::kInvalidArgument,
+                "opencl free: %p was not returned by this backend's alloc (or was freed already)", ptr);
+  }
+  clSVMFree(rt_->context(), ptr);
+  return Result::kSuccess;
+}
+
+Result OpenclBackend::allocStaging(size_t bytes, void** ptr) {
+  if (ptr == nullptr) return fail(Result::kInvalidArgument, "opencl allocStaging: null output pointer");
+  *ptr = nullptr;
+  const size_t n = bytes == 0 ? 1 : bytes;
+  if (rt_->fineSvm()) {
+    void* p = clSVMAlloc(rt_->context(), CL_MEM_READ_WRITE | CL_MEM_SVM_FINE_GRAIN_BUFFER, n, 0);
+    if (p == nullptr) {
+      return fail(Result::kSystemError, "opencl allocStaging: clSVMAlloc of %zu fine-grained bytes failed", bytes);
+    }
+    rt_->addRange(Range{RangeKind::kSvmStaging, reinterpret_cast<uintptr_t>(p), n, nullptr, false});
+    *ptr = p;
+    return Result::kSuccess;
+  }
+  // No fine-grained SVM: page-aligned host memory with a cl_mem over it, as registerHost does.
+  void* p = nullptr;
+  const long page = sysconf(_SC_PAGESIZE);
+  if (posix_memalign(&p, page > 0 ? static_cast<size_t>(page) : 4096, n) != 0) {
+    return fail(Result::kSystemError, "opencl allocStaging: could not allocate %zu bytes of host memory", bytes);
+  }
+  cl_int err = CL_SUCCESS;
+  cl_mem mem = clCreateBuffer(rt_->context(), CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, n, p, &err);
+  if (mem == nullptr || err != CL_SUCCESS) {
+    std::free(p);
+    return clFail(err, "clCreateBuffer over staging memory");
+  }
+  rt_->addRange(Range{RangeKind::kRegistered, reinterpret_cast<uintptr_t>(p), n, mem, true});
+  *ptr = p;
+  return Result::kSuccess;
+}
+
+Result OpenclBackend::freeStaging(void* ptr) {
+  if (ptr == nullptr) return Result::kSuccess;
+  Range r;
+  const bool found = rt_->removeRange(
+      reinterpret_cast<uintptr_t>(ptr),
+      [](const Range& x) {
+        return x.kind == RangeKind::kSvmStaging || (x.kind == RangeKind::kRegistered && x.ownsHostMemory);
+      },
+      &r);
+  if (!found) {
+    return fail(Result::kInvalidArgument, "opencl freeStaging: %p was not returned by allocStaging (or was freed)",
+                ptr);
+  }
+  if (r.kind == RangeKind::kSvmStaging) {
+    clSVMFree(rt_->context(), ptr);
+  } else {
+    clReleaseMemObject(r.mem);
+    std::free(ptr);
+  }
+  return Result::kSuccess;
+}
+
+Result OpenclBackend::registerHost(void* ptr, size_t bytes, HostRegistration** reg) {
+  if (reg == nullptr) return fail(Result::kInvalidArgument, "opencl registerHost: null output pointer");
+  *reg = nullptr;
+  if (ptr == nullptr || bytes == 0) {
+    return fail(Result::kInvalidArgument, "opencl registerHost: %s", ptr == nullptr ? "null pointer" : "zero bytes");
+  }
+  cl_int err = CL_SUCCESS;
+  cl_mem mem = clCreateBuffer(rt_->context(), CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, bytes, ptr, &err);
+  if (mem == nullptr || err != CL_SUCCESS) return clFail(err, "clCreateBuffer(CL_MEM_USE_HOST_PTR) in registerHost");
+  auto* r = new OclRegistration{mem, reinterpret_cast<uintptr_t>(ptr), bytes};
+  rt_->addRange(Range{RangeKind::kRegistered, r->start, bytes, mem, false});
+  *reg = reinterpret_cast<HostRegistration*>(r);
+  return Result::kSuccess;
+}
+
+Result OpenclBackend::unregisterHost(HostRegistration* reg) {
+  if (reg == nullptr) return Result::kSuccess;
+  auto* r = reinterpret_cast<OclRegistration*>(reg);
+  cl_mem mem = r->mem;
+  if (!rt_->removeRange(
+          r->start, [mem](const Range& x) { return x.kind == RangeKind::kRegistered && x.mem == mem; }, nullptr)) {
+    return fail(Result::kInvalidArgument, "opencl unregisterHost: registration %p is unknown", static_cast<void*>(reg));
+  }
+  clReleaseMemObject(mem);  // kernels still queued keep their own reference
+  delete r;
+  return Result::kSuccess;
+}
+
+// ---- queues and work ---------------------------------------------------------------------------
+
+cl_command_queue OpenclBackend::queueOf(WorkQueue* queue) const {
+  return queue == nullptr ? rt_->internalQueue() : reinterpret_cast<OclQueue*>(queue)->q;
+}
+
+Result OpenclBackend::openQueue(void* userStream, WorkQueue** queue) {
+  if (queue == nullptr) return fail(Result::kInvalidArgument, "opencl openQueue: null output pointer");
+  *queue = nullptr;
+  MIXCCL_TRY(checkStream(userStream));
+  cl_int err = CL_SUCCESS;
+  cl_command_queue q = clCreateCommandQueueWithProperties(rt_->context(), rt_->device(), nullptr, &err);
+  if (q == nullptr || err != CL_SUCCESS) return clFail(err, "clCreateCommandQueueWithProperties (work queue)");
+  *queue = reinterpret_cast<WorkQueue*>(new OclQueue{q});
+  return Result::kSuccess;
+}
+
+Result OpenclBackend::closeQueue(WorkQueue* queue) {
+  if (queue == nullptr) return Result::kSuccess;
+  auto* q = reinterpret_cast<OclQueue*>(queue);
+  // Work still queued must not outlive the memory it uses; it is bounded by the work itself.
+  cl_int err = clFinish(q->q);
+  clReleaseCommandQueue(q->q);
+  delete q;
+  if (err != CL_SUCCESS) return clFail(err, "clFinish on a closing work queue");
+  return Result::kSuccess;
+}
+
+Result OpenclBackend::finish(cl_command_queue q, cl_event last, bool wait, const char* what) {
+  cl_int err = clFlush(q);
+  if (err == CL_SUCCESS && wait && last != nullptr) {
+    err = clWaitForEvents(1, &last);
+    cl_int status = CL_COMPLETE;
+    if (err == CL_SUCCESS || err == CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST) {
+      clGetEventInfo(last, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(status), &status, nullptr);
+      if (status < 0) err = status;
+    }
+  }
+  if (last != nullptr) clReleaseEvent(last);
+  if (err != CL_SUCCESS) return clFail(err, what);
+  return Result::kSuccess;
+}
+
+Result OpenclBackend::enqueueCopy(cl_command_queue q, const Operand& dst, const Operand& src, size_t bytes,
+                                  cl_event* ev) {
+  cl_int err = CL_SUCCESS;
+  if (dst.kind != Operand::kMem && src.kind != Operand::kMem) {
+    // SVM and plain host pointers in any mix (clEnqueueSVMMemcpy accepts host pointers).
+    err = clEnqueueSVMMemcpy(q, CL_FALSE, const_cast<void*>(dst.ptr), src.ptr, bytes, 0, nullptr, ev);
+    if (err != CL_SUCCESS) return clFail(err, "clEnqueueSVMMemcpy");
+  } else if (dst.kind == Operand::kMem && src.kind == Operand::kHost) {
+    err = clEnqueueWriteBuffer(q, dst.mem, CL_FALSE, dst.offset, bytes, src.ptr, 0, nullptr, ev);
+    if (err != CL_SUCCESS) return clFail(err, "clEnqueueWriteBuffer into registered memory");
+  } else if (dst.kind == Operand::kHost && src.kind == Operand::kMem) {
+    err = clEnqueueReadBuffer(q, src.mem, CL_FALSE, src.offset, bytes, const_cast<void*>(dst.ptr), 0, nullptr, ev);
+    if (err != CL_SUCCESS) return clFail(err, "clEnqueueReadBuffer from registered memory");
+  } else {
+    cl_kernel k = nullptr;
+    MIXCCL_TRY(rt_->copyKernel(&k));
+    std::lock_guard<std::mutex> lock(rt_->kernelMu());
+    MIXCCL_TRY(setPointerArg(k, 0, dst));
+    MIXCCL_TRY(setArg<cl_ulong>(k, 1, offsetOf(dst)));
+    MIXCCL_TRY(setPointerArg(k, 2, src));
+    MIXCCL_TRY(setArg<cl_ulong>(k, 3, offsetOf(src)));
+    MIXCCL_TRY(setArg<cl_ulong>(k, 4, bytes));
+    const size_t global = (bytes + kGlobalRound - 1) / kGlobalRound * kGlobalRound;
+    err = clEnqueueNDRangeKernel(q, k, 1, nullptr, &global, nullptr, 0, nullptr, ev);
+    if (err != CL_SUCCESS) return clFail(err, "clEnqueueNDRangeKernel(copy_bytes)");
+  }
+  return Result::kSuccess;
+}
+
+Result OpenclBackend::copy(void* dst, const void* src, size_t bytes, WorkQueue* queue) {
+  if (bytes == 0 || dst == src) return Result::kSuccess;
+  if (dst == nullptr || src == nullptr) {
+    return fail(Result::kInvalidArgument, "opencl copy: null %s pointer for %zu bytes",
+                dst == nullptr ? "destination" : "source", bytes);
+  }
+  const cl_command_queue q = queueOf(queue);
+  Operand d = rt_->resolve(dst, bytes);
+  Operand s = rt_->resolve(src, bytes);
+  OperandGuard guard{{&d, &s}};
+  const auto du = reinterpret_cast<uintptr_t>(dst);
+  const auto su = reinterpret_cast<uintptr_t>(src);
+  cl_event last = nullptr;
+  if (du < su + bytes && su < du + bytes) {
+    // Overlap (memmove semantics, as the host backend): through a temporary SVM buffer, freed
+    // on the queue after the second copy.
+    void* tmp = clSVMAlloc(rt_->context(), CL_MEM_READ_WRITE, bytes, 0);
+    if (tmp == nullptr)
+      return fail(Result::kSystemError, "opencl copy: no %zu bytes of SVM for an overlapping copy", bytes);
+    Operand t;
+    t.kind = Operand::kSvm;
+    t.ptr = tmp;
+    Result r = enqueueCopy(q, t, s, bytes, nullptr);
+    if (r == Result::kSuccess) r = enqueueCopy(q, d, t, bytes, nullptr);
+    cl_int err = clEnqueueSVMFree(q, 1, &tmp, nullptr, nullptr, 0, nullptr, &last);
+    if (err != CL_SUCCESS) {
+      clFinish(q);
+      clSVMFree(rt_->context(), tmp);
+      return r != Result::kSuccess ? r : clFail(err, "clEnqueueSVMFree");
+    }
+    if (r != Result::kSuccess) {
+      (void)finish(q, last, true, "opencl copy cleanup");
+      return r;
+    }
+  } else {
+    MIXCCL_TRY(enqueueCopy(q, d, s, bytes, &last));
+  }
+  return finish(q, last, queue == nullptr, "opencl copy");
+}
+
+Result OpenclBackend::reduce(void* dst, const void* a, const void* b, size_t count, const ReduceSpec& spec,
+                             bool applyPre, bool applyPost, WorkQueue* queue) {
+  MIXCCL_TRY(validateReduce(dst, b, count, spec));
+  if (count == 0) return Result::kSuccess;
+  const bool pre = applyPre && spec.preMul;
+  const bool post = applyPost && spec.divisor > 1;
+  const size_t size = dataTypeSize(spec.dtype);
+  const size_t bytes = count * size;
+  // Nothing to compute: copy the bits, as the host does (no NaN quietening).
+  if (a == nullptr && !pre && !post) return copy(dst, b, bytes, queue);
+  const cl_int flags = (a != nullptr ? 1 : 0) | (pre ? 2 : 0) | (post ? 4 : 0);
+  cl_kernel k = nullptr;
+  MIXCCL_TRY(rt_->reduceKernel(spec.dtype, flags, &k));
+  const cl_command_queue q = queueOf(queue);
+
+  // Operands the kernel cannot take directly (plain host memory, misaligned) go through one SVM
+  // bounce allocation, a slot per operand.
+  Operand ops[3] = {rt_->resolve(dst, bytes), a ? rt_->resolve(a, bytes) : Operand{}, rt_->resolve(b, bytes)};
+  OperandGuard guard{{&ops[0], &ops[1], &ops[2]}};
+  const void* ptrs[3] = {dst, a, b};
+  bool bounce[3] = {};
+  size_t nBounce = 0;
+  for (int i = 0; i < 3; ++i) {
+    if (ptrs[i] == nullptr) continue;
+    bounce[i] = ops[i].kind == Operand::kHost || reinterpret_cast<uintptr_t>(ptrs[i]) % size != 0;
+    nBounce += bounce[i] ? 1 : 0;
+  }
+  const size_t slot = (bytes + 127) / 128 * 128;
+  void* tmp = nullptr;
+  if (nBounce > 0) {
+    tmp = clSVMAlloc(rt_->context(), CL_MEM_READ_WRITE, slot * nBounce, 0);
+    if (tmp == nullptr) {
+      return fail(Result::kSystemError, "opencl reduce: no %zu bytes of SVM to stage host operands", slot * nBounce);
+    }
+  }
+  Operand use[3] = {ops[0], ops[1], ops[2]};
+  Result r = Result::kSuccess;
+  size_t next = 0;
+  for (int i = 0; i < 3 && r == Result::kSuccess; ++i) {
+    if (!bounce[i]) continue;
+    use[i] = Operand{};
+    use[i].kind = Operand::kSvm;
+    use[i].ptr = static_cast<uint8_t*>(tmp) + slot * next++;
+    if (i > 0) r = enqueueCopy(q, use[i], ops[i], bytes, nullptr);  // inputs in; dst is copied out after
+  }
+  if (a == nullptr) use[1] = use[2];  // any valid pointer; the kernel does not read it
+
+  if (r == Result::kSuccess) {
+    uint64_t scalarBits = 0;
+    std::memcpy(&scalarBits, spec.scalar, sizeof(scalarBits));
+    uint64_t divBits = 0;
+    if (spec.dtype == DataType::kFloat64) {
+      const double d = static_cast<double>(spec.divisor);
+      std::memcpy(&divBits, &d, sizeof(d));
+    } else {
+      const float f = static_cast<float>(spec.divisor);
+      uint32_t u = 0;
+      std::memcpy(&u, &f, sizeof(f));
+      divBits = u;
+    }
+    const size_t global = (count + kGlobalRound - 1) / kGlobalRound * kGlobalRound;
+    std::lock_guard<std::mutex> lock(rt_->kernelMu());
+    r = [&]() -> Result {
+      MIXCCL_TRY(setPointerArg(k, ocl::kArgDst, use[0]));
+      MIXCCL_TRY(setArg<cl_ulong>(k, ocl::kArgDstOff, offsetOf(use[0])));
+      MIXCCL_TRY(setPointerArg(k, ocl::kArgA, use[1]));
+      MIXCCL_TRY(setArg<cl_ulong>(k, ocl::kArgAOff, offsetOf(use[1])));
+      MIXCCL_TRY(setPointerArg(k, ocl::kArgB, use[2]));
+      MIXCCL_TRY(setArg<cl_ulong>(k, ocl::kArgBOff, offsetOf(use[2])));
+      MIXCCL_TRY(setArg<cl_ulong>(k, ocl::kArgCount, count));
+      MIXCCL_TRY(setArg<cl_int>(k, ocl::kArgOp, static_cast<cl_int>(spec.op)));
+      MIXCCL_TRY(setArg<cl_int>(k, ocl::kArgFlags, flags));
+      MIXCCL_TRY(setArg<cl_ulong>(k, ocl::kArgScalar, scalarBits));
+      MIXCCL_TRY(setArg<cl_ulong>(k, ocl::kArgDivisor, spec.divisor));
+      MIXCCL_TRY(setArg<cl_ulong>(k, ocl::kArgDivBits, divBits));
+      cl_int err = clEnqueueNDRangeKernel(q, k, 1, nullptr, &global, nullptr, 0, nullptr, nullptr);
+      if (err != CL_SUCCESS) return clFail(err, "clEnqueueNDRangeKernel(reduce)");
+      return Result::kSuccess;
+    }();
+  }
+  if (r == Result::kSuccess && bounce[0]) r = enqueueCopy(q, ops[0], use[0], bytes, nullptr);
+  cl_event last = nullptr;
+  if (tmp != nullptr) {
+    cl_int err = clEnqueueSVMFree(q, 1, &tmp, nullptr, nullptr, 0, nullptr, &last);
+    if (err != CL_SUCCESS) {
+      clFinish(q);
+      clSVMFree(rt_->context(), tmp);
+      if (r == Result::kSuccess) r = clFail(err, "clEnqueueSVMFree");
+      return r;
+    }
+  } else {
+    cl_int err = clEnqueueMarkerWithWaitList(q, 0, nullptr, &last);
+    if (err != CL_SUCCESS && r == Result::kSuccess) r = clFail(err, "clEnqueueMarkerWithWaitList");
+  }
+  if (r != Result::kSuccess) {
+    // Let whatever was enqueued finish before the caller reuses the buffers.
+    (void)finish(q, last, true, "opencl reduce cleanup");
+    return r;
+  }
+  return finish(q, last, queue == nullptr, "opencl reduce");
+}
+
+// ---- fences and gates --------------------------------------------------------------------------
+
+Result OpenclBackend::record(WorkQueue* queue, Fence** fence) {
+  if (fence == nullptr) return fail(Result::kInvalidArgument, "opencl record: null output pointer");
+  *fence = nullptr;
+  if (queue == nullptr) return Result::kSuccess;
+  cl_command_queue q = queueOf(queue);
+  cl_event ev = nullptr;
+  cl_int err = clEnqueueMarkerWithWaitList(q, 0, nullptr, &ev);
+  if (err != CL_SUCCESS) return clFail(err, "clEnqueueMarkerWithWaitList (record)");
+  clFlush(q);
+  *fence = reinterpret_cast<Fence*>(new OclFence{ev});
+  return Result::kSuccess;
+}
+
+Result OpenclBackend::markStart(void* stream, Fence** fence) {
+  if (fence == nullptr) return fail(Result::kInvalidArgument, "opencl markStart: null output pointer");
+  *fence = nullptr;
+  if (stream == nullptr) return Result::kSuccess;
+  MIXCCL_TRY(checkStream(stream));
+  auto q = static_cast<cl_command_queue>(stream);
+  cl_event ev = nullptr;
+  cl_int err = clEnqueueMarkerWithWaitList(q, 0, nullptr, &ev);
+  if (err != CL_SUCCESS) return clFail(err, "clEnqueueMarkerWithWaitList on the user's queue (markStart)");
+  clFlush(q);
+  *fence = reinterpret_cast<Fence*>(new OclFence{ev});
+  return Result::kSuccess;
+}
+
+Result OpenclBackend::query(Fence* fence) {
+  if (fence == nullptr) return Result::kSuccess;
+  cl_int status = CL_COMPLETE;
+  cl_int err = clGetEventInfo(reinterpret_cast<OclFence*>(fence)->ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(status),
+                              &status, nullptr);
+  if (err != CL_SUCCESS) return clFail(err, "clGetEventInfo (query)");
+  if (status < 0) {
+    return fail(Result::kSystemError,
+                "OpenCL backend: device work behind a fence failed with status %d (%s); the collective's data is "
+                "not valid",
+                status, clErrorName(status));
+  }
+  return status == CL_COMPLETE ? Result::kSuccess : Result::kInProgress;
+}
+
+void OpenclBackend::releaseFence(Fence* fence) {
+  if (fence == nullptr) return;
+  auto* f = reinterpret_cast<OclFence*>(fence);
+  clReleaseEvent(f->ev);
+  delete f;
+}
+
+Result OpenclBackend::holdStream(void* stream, StreamGate** gate) {
+  if (gate == nullptr) return fail(Result::kInvalidArgument, "opencl holdStream: null output pointer");
+  *gate = nullptr;
+  if (stream == nullptr) return Result::kSuccess;
+  MIXCCL_TRY(checkStream(stream));
+  auto q = static_cast<cl_command_queue>(stream);
+  cl_int err = CL_SUCCESS;
+  cl_event user = clCreateUserEvent(rt_->context(), &err);
+  if (user == nullptr || err != CL_SUCCESS) return clFail(err, "clCreateUserEvent (holdStream)");
+  err = clEnqueueBarrierWithWaitList(q, 1, &user, nullptr);
+  if (err != CL_SUCCESS) {
+    clSetUserEventStatus(user, CL_COMPLETE);
+    clReleaseEvent(user);
+    return clFail(err, "clEnqueueBarrierWithWaitList on the user's queue (holdStream)");
+  }
+  clFlush(q);
+  clRetainCommandQueue(q);
+  *gate = reinterpret_cast<StreamGate*>(new OclGate{user, q});
+  return Result::kSuccess;
+}
+
+Result OpenclBackend::releaseStream(StreamGate* gate) {
+  if (gate == nullptr) return Result::kSuccess;
+  auto* g = reinterpret_cast<OclGate*>(gate);
+  // Always CL_COMPLETE, also when the collective failed: later work on the stream must still run.
+  cl_int err = clSetUserEventStatus(g->user, CL_COMPLETE);
+  clFlush(g->q);
+  clReleaseEvent(g->user);
+  clReleaseCommandQueue(g->q);
+  delete g;
+  if (err != CL_SUCCESS) return clFail(err, "clSetUserEventStatus (releaseStream)");
+  return Result::kSuccess;
+}
+
+// ---- factory and the application's context ------------------------------------------------------
+
+Result makeOpenclBackend(std::unique_ptr<DeviceBackend>* out) {
+  if (out == nullptr) return fail(Result::kInvalidArgument, "makeOpenclBackend: null output pointer");
+  ocl::Runtime* rt = nullptr;
+  MIXCCL_TRY(ocl::Runtime::get(&rt));
+  *out = std::make_unique<OpenclBackend>(rt);
+  return Result::kSuccess;
+}
+
+Result openclUseContext(cl_context context, cl_device_id device) { return ocl::Runtime::useContext(context, device); }
+
+Result openclGetContext(cl_context* context, cl_device_id* device) {
+  if (context == nullptr && device == nullptr) {
+    return fail(Result::kInvalidArgument, "mixcclOpenclGetContext: both outputs are NULL");
+  }
+  ocl::Runtime* rt = nullptr;
+  MIXCCL_TRY(ocl::Runtime::get(&rt));
+  if (context != nullptr) *context = rt->context();
+  if (device != nullptr) *device = rt->device();
+  return Result::kSuccess;
+}
+
+}  // namespace mixccl

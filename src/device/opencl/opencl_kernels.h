@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+#pragma once
+
+// The embedded OpenCL C program of the backend (opencl_kernels.cc says how it mirrors the host
+// kernels bit for bit).
+//
+// Kernel signatures (all operands are a global pointer plus a byte offset):
+//   reduce_<dtype>_<flags>(dst, dOff, a, aOff, b, bOff, ulong n, int op, int flags, ulong scalarBits,
+//                          ulong divisor, ulong divBits)
+//     op: 0 sum, 1 prod, 2 max, 3 min; flags (0..7, part of the name, fixed at compile time):
+//     1 = a present, 2 = pre(), 4 = post();
+//     scalarBits: the ReduceSpec scalar's 8 bytes, little-endian; divisor: the integer divisor;
+//     divBits: the divisor converted to the arithmetic type (float or double bits).
+//   copy_bytes(dst, dOff, src, sOff, ulong n)
+
+#include "common/types.h"
+
+namespace mixccl::ocl {
+
+extern const char* const kKernelSource;
+// Indexed by DataType; the kernel name is this + "_" + flags.
+extern const char* const kReduceKernelNames[kNumDataTypes];
+constexpr int kNumReduceVariants = 8;
+extern const char* const kCopyKernelName;
+
+// Argument indexes of the reduce kernels.
+enum ReduceArg : unsigned {
+  kArgDst = 0,
+  kArgDstOff,
+  kArgA,
+  kArgAOff,
+  kArgB,
+  kArgBOff,
+  kArgCount,
+  kArgOp,
+  kArgFlags,
+  kArgScalar,
+  kArgDivisor,
+  kArgDivBits,
+};
+
+}  // namespace mixccl::ocl

@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+#pragma once
+
+// The process-wide OpenCL state every OpenclBackend shares: the platform, device and context, an
+// internal in-order queue, the built program, and the table of memory ranges the backend knows
+// (SVM allocations, staging, host registrations).
+//
+// Why process-wide: memory from ncclMemAlloc must be usable with every communicator of the
+// process, and SVM pointers are valid only in the context that made them, so all communicators
+// must share one context. The runtime is created on first use (the first backend, or the
+// application's query through include/mixccl/opencl.h) and lives until the process exits; it is
+// deliberately never destroyed, since releasing OpenCL objects from static destructors races the
+// ICD loader's own teardown.
+//
+// Device choice: the application's context (openclUseContext, before first use) or
+// MIXCCL_OPENCL_DEVICE=platform:device (default 0:0).
+//
+// Thread-safety: every function may be called from any thread. The range table is guarded by a
+// shared mutex; kernel argument setting + enqueue is serialised by kernelMu (cl_kernel objects are
+// not thread-safe), held only inside one call.
+
+#ifndef CL_TARGET_OPENCL_VERSION
+#define CL_TARGET_OPENCL_VERSION 300
+#endif
+#include <CL/cl.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+
+#include "common/result.h"
+#include "common/types.h"
+#include "src/device/opencl/opencl_kernels.h"
+
+namespace mixccl::ocl {
+
+// Readable name of an OpenCL error code, e.g. "CL_OUT_OF_RESOURCES".
+const char* clErrorName(cl_int err);
+
+enum class RangeKind {
+  kSvm,         // alloc(): device memory (memKind kDevice); passed to kernels as an SVM pointer
+  kSvmStaging,  // allocStaging() with fine-grained SVM: host-usable (kHost); an SVM pointer to kernels
+  kRegistered,  // registerHost() or a staging fallback: a cl_mem over host memory (kHost)
+};
+
+struct Range {
+  RangeKind kind;
+  uintptr_t start;
+  size_t bytes;
+  cl_mem mem;           // kRegistered only
+  bool ownsHostMemory;  // kRegistered staging fallback: the host memory is ours to free
+};
+
+// How an operand of a kernel is passed.
+struct Operand {
+  enum Kind { kSvm, kMem, kHost } kind = kHost;
+  const void* ptr = nullptr;  // kSvm: the pointer itself; kHost: the host pointer
+  cl_mem mem = nullptr;       // kMem: retained by resolve(); release with releaseOperand()
+  size_t offset = 0;          // kMem: byte offset into mem
+};
+
+class Runtime {
+ public:
+  // The runtime, created on first call. Fails (and fails again on later calls, with the same
+  // message) when no usable OpenCL device exists or MIXCCL_OPENCL_DEVICE is bad.
+  static Result get(Runtime** out);
+  // Records the application's context and device for the runtime to use; kInvalidUsage once the
+  // runtime exists. Retains the context.
+  static Result useContext(cl_context context, cl_device_id device);
+
+  cl_platform_id platform() const { return platform_; }
+  cl_device_id device() const { return device_; }
+  cl_context context() const { return context_; }
+  int deviceIndex() const { return deviceIndex_; }
+  const std::string& platformName() const { return platformName_; }
+  bool fineSvm() const { return fineSvm_; }
+  bool fp64() const { return fp64_; }
+  cl_command_queue internalQueue() const { return internalQueue_; }
+  // The ICD dispatch-table pointer every object of this platform starts with (checkStream).
+  const void* dispatch() const { return dispatch_; }
+
+  // The built program's kernels (built on first call; the build log is in the failure message).
+  // `flags`: 1 = a present, 2 = pre(), 4 = post() (opencl_kernels.h).
+  Result reduceKernel(DataType dtype, int flags, cl_kernel* out);
+  Result copyKernel(cl_kernel* out);
+  std::mutex& kernelMu() { return kernelMu_; }
+
+  // Range table.
+  void addRange(const Range& r);
+  // Removes the first range that starts at `start` and satisfies `match`.
+  bool removeRange(uintptr_t start, const std::function<bool(const Range&)>& match, Range* removed);
+  // The range containing [p, p + bytes) (bytes 0 counts as 1), preferring SVM kinds.
+  bool findRange(const void* p, size_t bytes, Range* out) const;
+  // How to pass [p, p + bytes) to a kernel.
+  Operand resolve(const void* p, size_t bytes) const;
+  static void releaseOperand(const Operand& op);
+
+ private:
+  Runtime() = default;
+  Result init();
+  Result pickDevice();
+  Result buildProgram();
+  bool findRangeLocked(const void* p, size_t bytes, Range* out) const;
+
+  cl_platform_id platform_ = nullptr;
+  cl_device_id device_ = nullptr;
+  cl_context context_ = nullptr;
+  int deviceIndex_ = 0;
+  std::string platformName_;
+  bool fineSvm_ = false;
+  bool fp64_ = false;
+  cl_command_queue internalQueue_ = nullptr;
+  const void* dispatch_ = nullptr;
+
+  std::once_flag buildOnce_;
+  Result buildResult_ = Result::kSuccess;
+  std::string buildError_;
+  cl_program program_ = nullptr;
+  cl_kernel reduceKernels_[kNumDataTypes][kNumReduceVariants] = {};
+  cl_kernel copyKernel_ = nullptr;
+  std::mutex kernelMu_;
+
+  mutable std::shared_mutex rangesMu_;
+  std::multimap<uintptr_t, Range> ranges_;
+  size_t maxRangeBytes_ = 0;
+};
+
+}  // namespace mixccl::ocl

@@ -1,0 +1,660 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+
+// The OpenCL DeviceBackend against the host backend: reduce() bit for bit for every data type x op
+// x transforms, with operands in coarse and fine SVM, registered host memory, plain host memory and
+// at odd offsets; copies between every kind of memory; fences and stream gates on a user queue;
+// stream validation; memKind; allocation; the mixcclOpencl* extension. Skipped (with the reason)
+// when the build has no OpenCL or the machine has no OpenCL platform.
+
+#include <gtest/gtest.h>
+
+#if !defined(MIXCCL_HAVE_OPENCL)
+
+TEST(OpenclBackend, NotBuilt) { GTEST_SKIP() << "mixccl was built without OpenCL headers; the backend is absent"; }
+
+#else
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/config.h"
+#include "mixccl/opencl.h"
+#include "src/device/device_backend.h"
+#include "src/device/host/float_formats.h"
+#include "src/device/host/reduce_kernels.h"
+#include "src/device/opencl/opencl_backend.h"
+
+namespace mixccl {
+namespace {
+
+bool havePlatform(std::string* why) {
+  cl_uint n = 0;
+  cl_int err = clGetPlatformIDs(0, nullptr, &n);
+  if (err != CL_SUCCESS || n == 0) {
+    *why = "no OpenCL platform found (clGetPlatformIDs: " + std::to_string(err) + "); install pocl-opencl-icd";
+    return false;
+  }
+  return true;
+}
+
+// Polls a fence until it leaves kInProgress or `limit` passes.
+Result pollFence(DeviceBackend* dev, Fence* f, std::chrono::milliseconds limit) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  Result r = dev->query(f);
+  while (r == Result::kInProgress && std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    r = dev->query(f);
+  }
+  return r;
+}
+
+class OpenclBackendTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!havePlatform(&skip_)) return;
+    std::unique_ptr<DeviceBackend> b;
+    makeResult_ = makeOpenclBackend(&b);
+    if (makeResult_ == Result::kSuccess) backend_ = b.release();  // one per process, like the library
+    makeError_ = lastError();
+  }
+
+  void SetUp() override {
+    if (!skip_.empty()) GTEST_SKIP() << skip_;
+    ASSERT_EQ(makeResult_, Result::kSuccess) << makeError_;
+    dev_ = static_cast<OpenclBackend*>(backend_);
+  }
+
+  cl_command_queue newUserQueue() {
+    cl_int err = CL_SUCCESS;
+    cl_command_queue q = clCreateCommandQueueWithProperties(dev_->context(), dev_->device(), nullptr, &err);
+    EXPECT_EQ(err, CL_SUCCESS);
+    return q;
+  }
+
+  static inline std::string skip_;
+  static inline Result makeResult_ = Result::kSuccess;
+  static inline std::string makeError_;
+  static inline DeviceBackend* backend_ = nullptr;
+  OpenclBackend* dev_ = nullptr;
+};
+
+TEST_F(OpenclBackendTest, IdentityAndCaps) {
+  EXPECT_STREQ(dev_->name(), "opencl");
+  EXPECT_EQ(dev_->wireId(), 1u);
+  EXPECT_GT(std::strlen(dev_->vendor()), 0u);
+  EXPECT_GE(dev_->deviceIndex(), 0);
+  const BackendCaps c = dev_->caps();
+  EXPECT_EQ(c.flags, kCapAsync | kCapRneRounding | kCapFp8Saturate);
+  EXPECT_NE(c.dtypes & (1u << static_cast<int>(DataType::kFloat8e5m2)), 0u);
+  EXPECT_NE(c.ops & (1u << static_cast<int>(RedOpKind::kPreMulSum)), 0u);
+}
+
+// ---- memory ------------------------------------------------------------------------------------
+
+TEST_F(OpenclBackendTest, AllocFreeAndMemKind) {
+  int local = 0;
+  EXPECT_EQ(dev_->memKind(&local), MemKind::kHost);
+  EXPECT_EQ(dev_->memKind(nullptr), MemKind::kHost);
+  void* p = nullptr;
+  ASSERT_EQ(dev_->alloc(1000, &p), Result::kSuccess);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(dev_->memKind(p), MemKind::kDevice);
+  EXPECT_EQ(dev_->memKind(static_cast<char*>(p) + 999), MemKind::kDevice);
+  void* fine = nullptr;
+  ASSERT_EQ(dev_->allocSvm(64, true, &fine), Result::kSuccess);
+  EXPECT_EQ(dev_->memKind(fine), MemKind::kDevice);
+  void* staging = nullptr;
+  ASSERT_EQ(dev_->allocStaging(4096, &staging), Result::kSuccess);
+  std::memset(staging, 0x11, 4096);  // the CPU may touch staging memory directly
+  EXPECT_EQ(dev_->memKind(staging), MemKind::kHost);
+  std::vector<uint8_t> slots(8192);
+  HostRegistration* reg = nullptr;
+  ASSERT_EQ(dev_->registerHost(slots.data(), slots.size(), &reg), Result::kSuccess);
+  EXPECT_EQ(dev_->memKind(slots.data() + 100), MemKind::kHost);
+
+  // Wrong frees are refused with a message, never crash.
+  EXPECT_EQ(dev_->free(&local), Result::kInvalidArgument);
+  EXPECT_NE(lastError().find("not returned"), std::string::npos) << lastError();
+  EXPECT_EQ(dev_->free(staging), Result::kInvalidArgument);
+  EXPECT_EQ(dev_->freeStaging(p), Result::kInvalidArgument);
+  EXPECT_EQ(dev_->free(nullptr), Result::kSuccess);
+  EXPECT_EQ(dev_->alloc(16, nullptr), Result::kInvalidArgument);
+  EXPECT_EQ(dev_->registerHost(nullptr, 16, &reg), Result::kInvalidArgument);
+
+  EXPECT_EQ(dev_->unregisterHost(reg), Result::kSuccess);
+  EXPECT_EQ(dev_->freeStaging(staging), Result::kSuccess);
+  EXPECT_EQ(dev_->free(fine), Result::kSuccess);
+  EXPECT_EQ(dev_->free(p), Result::kSuccess);
+  EXPECT_EQ(dev_->memKind(p), MemKind::kHost);
+  EXPECT_EQ(dev_->free(p), Result::kInvalidArgument);  // double free
+}
+
+TEST_F(OpenclBackendTest, HugeAllocationFails) {
+  void* p = reinterpret_cast<void*>(1);
+  EXPECT_EQ(dev_->alloc(SIZE_MAX / 2, &p), Result::kSystemError);
+  EXPECT_EQ(p, nullptr);
+  EXPECT_NE(lastError().find("bytes"), std::string::npos) << lastError();
+}
+
+// ---- copies --------------------------------------------------------------------------------------
+
+TEST_F(OpenclBackendTest, CopiesBetweenEveryKindOfMemory) {
+  const size_t n = 4099;  // odd
+  std::vector<uint8_t> src(n), out(n, 0);
+  std::mt19937 rng(7);
+  for (auto& v : src) v = static_cast<uint8_t>(rng());
+  void *coarse = nullptr, *fine = nullptr, *coarse2 = nullptr;
+  ASSERT_EQ(dev_->allocSvm(n + 64, false, &coarse), Result::kSuccess);
+  ASSERT_EQ(dev_->allocSvm(n + 64, true, &fine), Result::kSuccess);
+  ASSERT_EQ(dev_->allocSvm(n + 64, false, &coarse2), Result::kSuccess);
+  std::vector<uint8_t> regMem(n + 64, 0), regMem2(n + 64, 0);
+  HostRegistration *reg = nullptr, *reg2 = nullptr;
+  ASSERT_EQ(dev_->registerHost(regMem.data(), regMem.size(), &reg), Result::kSuccess);
+  ASSERT_EQ(dev_->registerHost(regMem2.data(), regMem2.size(), &reg2), Result::kSuccess);
+  auto* c = static_cast<uint8_t*>(coarse);
+  auto* f = static_cast<uint8_t*>(fine);
+  auto* c2 = static_cast<uint8_t*>(coarse2);
+
+  // host -> coarse(+3) -> fine(+1) -> registered(+5) -> registered2(+2) -> coarse2 -> host
+  ASSERT_EQ(dev_->copy(c + 3, src.data(), n, nullptr), Result::kSuccess);
+  ASSERT_EQ(dev_->copy(f + 1, c + 3, n, nullptr), Result::kSuccess);
+  ASSERT_EQ(dev_->copy(regMem.data() + 5, f + 1, n, nullptr), Result::kSuccess);
+  EXPECT_EQ(std::memcmp(regMem.data() + 5, src.data(), n), 0);  // registered memory is host memory
+  ASSERT_EQ(dev_->copy(regMem2.data() + 2, regMem.data() + 5, n, nullptr), Result::kSuccess);
+  ASSERT_EQ(dev_->copy(c2, regMem2.data() + 2, n, nullptr), Result::kSuccess);
+  ASSERT_EQ(dev_->copy(out.data(), c2, n, nullptr), Result::kSuccess);
+  EXPECT_EQ(out, src);
+  // registered -> plain host and plain host -> registered
+  std::vector<uint8_t> out2(n, 0);
+  ASSERT_EQ(dev_->copy(out2.data(), regMem2.data() + 2, n, nullptr), Result::kSuccess);
+  EXPECT_EQ(out2, src);
+  std::fill(regMem.begin(), regMem.end(), 0);
+  ASSERT_EQ(dev_->copy(regMem.data() + 7, src.data(), n, nullptr), Result::kSuccess);
+  EXPECT_EQ(std::memcmp(regMem.data() + 7, src.data(), n), 0);
+
+  // Overlapping ranges behave like memmove, in SVM and in registered memory.
+  std::vector<uint8_t> want;
+  ASSERT_EQ(dev_->copy(c2, src.data(), n, nullptr), Result::kSuccess);
+  ASSERT_EQ(dev_->copy(c2 + 10, c2, n - 10, nullptr), Result::kSuccess);
+  std::vector<uint8_t> got(n);
+  ASSERT_EQ(dev_->copy(got.data(), c2, n, nullptr), Result::kSuccess);
+  want.assign(src.begin(), src.end());
+  std::memmove(want.data() + 10, want.data(), n - 10);
+  EXPECT_EQ(got, want);
+  std::memcpy(regMem.data(), src.data(), n);
+  ASSERT_EQ(dev_->copy(regMem.data(), regMem.data() + 3, n - 3, nullptr), Result::kSuccess);
+  want.assign(src.begin(), src.end());
+  std::memmove(want.data(), want.data() + 3, n - 3);
+  EXPECT_EQ(std::memcmp(regMem.data(), want.data(), n), 0);
+
+  EXPECT_EQ(dev_->copy(nullptr, src.data(), 4, nullptr), Result::kInvalidArgument);
+  EXPECT_EQ(dev_->copy(nullptr, nullptr, 0, nullptr), Result::kSuccess);
+  EXPECT_EQ(dev_->unregisterHost(reg), Result::kSuccess);
+  EXPECT_EQ(dev_->unregisterHost(reg2), Result::kSuccess);
+  EXPECT_EQ(dev_->free(coarse), Result::kSuccess);
+  EXPECT_EQ(dev_->free(fine), Result::kSuccess);
+  EXPECT_EQ(dev_->free(coarse2), Result::kSuccess);
+}
+
+// ---- streams, fences, gates ----------------------------------------------------------------------
+
+TEST_F(OpenclBackendTest, CheckStreamRefusesWhatIsNotOurQueue) {
+  EXPECT_EQ(dev_->checkStream(nullptr), Result::kSuccess);
+  cl_command_queue mine = newUserQueue();
+  EXPECT_EQ(dev_->checkStream(mine), Result::kSuccess) << lastError();
+
+  uint64_t notAQueue[4] = {0x1234, 0, 0, 0};
+  EXPECT_EQ(dev_->checkStream(notAQueue), Result::kInvalidArgument);
+  EXPECT_NE(lastError().find("not a cl_command_queue"), std::string::npos) << lastError();
+  EXPECT_EQ(dev_->checkStream(reinterpret_cast<void*>(0x10)), Result::kInvalidArgument);           // unmapped: no crash
+  EXPECT_EQ(dev_->checkStream(reinterpret_cast<char*>(notAQueue) + 1), Result::kInvalidArgument);  // misaligned
+
+  // A queue of another context on the same device.
+  cl_int err = CL_SUCCESS;
+  cl_device_id d = dev_->device();
+  cl_context other = clCreateContext(nullptr, 1, &d, nullptr, nullptr, &err);
+  ASSERT_EQ(err, CL_SUCCESS);
+  cl_command_queue foreign = clCreateCommandQueueWithProperties(other, d, nullptr, &err);
+  ASSERT_EQ(err, CL_SUCCESS);
+  EXPECT_EQ(dev_->checkStream(foreign), Result::kInvalidArgument);
+  EXPECT_NE(lastError().find("another context"), std::string::npos) << lastError();
+  WorkQueue* wq = nullptr;
+  EXPECT_EQ(dev_->openQueue(foreign, &wq), Result::kInvalidArgument);
+  Fence* f = nullptr;
+  EXPECT_EQ(dev_->markStart(foreign, &f), Result::kInvalidArgument);
+  StreamGate* g = nullptr;
+  EXPECT_EQ(dev_->holdStream(notAQueue, &g), Result::kInvalidArgument);
+
+  clReleaseCommandQueue(foreign);
+  clReleaseContext(other);
+  clReleaseCommandQueue(mine);
+}
+
+TEST_F(OpenclBackendTest, MarkStartWaitsForEarlierUserWork) {
+  cl_command_queue uq = newUserQueue();
+  cl_int err = CL_SUCCESS;
+  // The user's "kernel producing the send buffer": a barrier on a user event we control.
+  cl_event producer = clCreateUserEvent(dev_->context(), &err);
+  ASSERT_EQ(err, CL_SUCCESS);
+  ASSERT_EQ(clEnqueueBarrierWithWaitList(uq, 1, &producer, nullptr), CL_SUCCESS);
+  Fence* start = nullptr;
+  ASSERT_EQ(dev_->markStart(uq, &start), Result::kSuccess) << lastError();
+  ASSERT_NE(start, nullptr);
+  for (int i = 0; i < 20; ++i) {
+    EXPECT_EQ(dev_->query(start), Result::kInProgress);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_EQ(clSetUserEventStatus(producer, CL_COMPLETE), CL_SUCCESS);
+  EXPECT_EQ(pollFence(dev_, start, std::chrono::seconds(10)), Result::kSuccess);
+  dev_->releaseFence(start);
+  clReleaseEvent(producer);
+
+  // NULL stream: an already signalled (null) fence.
+  ASSERT_EQ(dev_->markStart(nullptr, &start), Result::kSuccess);
+  EXPECT_EQ(dev_->query(start), Result::kSuccess);
+  dev_->releaseFence(start);
+  clReleaseCommandQueue(uq);
+}
+
+TEST_F(OpenclBackendTest, HoldStreamBlocksLaterUserWorkUntilReleased) {
+  cl_command_queue uq = newUserQueue();
+  StreamGate* gate = nullptr;
+  ASSERT_EQ(dev_->holdStream(uq, &gate), Result::kSuccess) << lastError();
+  ASSERT_NE(gate, nullptr);
+  // Later user work: a copy into host memory through the user's queue.
+  void* svm = nullptr;
+  ASSERT_EQ(dev_->alloc(64, &svm), Result::kSuccess);
+  uint32_t pattern[16], seen[16] = {};
+  for (int i = 0; i < 16; ++i) pattern[i] = 0xabc00000u + i;
+  ASSERT_EQ(dev_->copy(svm, pattern, sizeof(pattern), nullptr), Result::kSuccess);
+  cl_event later = nullptr;
+  ASSERT_EQ(clEnqueueSVMMemcpy(uq, CL_FALSE, seen, svm, sizeof(seen), 0, nullptr, &later), CL_SUCCESS);
+  clFlush(uq);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  cl_int status = CL_COMPLETE;
+  ASSERT_EQ(clGetEventInfo(later, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(status), &status, nullptr), CL_SUCCESS);
+  EXPECT_GT(status, CL_COMPLETE) << "the user's copy ran while the stream was held";
+  EXPECT_EQ(seen[0], 0u);
+  ASSERT_EQ(dev_->releaseStream(gate), Result::kSuccess);
+  ASSERT_EQ(clWaitForEvents(1, &later), CL_SUCCESS);
+  EXPECT_EQ(std::memcmp(seen, pattern, sizeof(seen)), 0);
+  clReleaseEvent(later);
+  // NULL stream: a null gate, released as a no-op.
+  ASSERT_EQ(dev_->holdStream(nullptr, &gate), Result::kSuccess);
+  EXPECT_EQ(gate, nullptr);
+  EXPECT_EQ(dev_->releaseStream(gate), Result::kSuccess);
+  EXPECT_EQ(dev_->free(svm), Result::kSuccess);
+  clReleaseCommandQueue(uq);
+}
+
+TEST_F(OpenclBackendTest, WorkQueueReduceCompletesThroughItsFence) {
+  cl_command_queue uq = newUserQueue();
+  WorkQueue* wq = nullptr;
+  ASSERT_EQ(dev_->openQueue(uq, &wq), Result::kSuccess) << lastError();
+  const size_t n = 100003;
+  std::vector<float> a(n), b(n), out(n, 0.0f);
+  for (size_t i = 0; i < n; ++i) {
+    a[i] = static_cast<float>(i) * 0.5f;
+    b[i] = 1.25f;
+  }
+  void *da = nullptr, *db = nullptr;
+  ASSERT_EQ(dev_->alloc(n * 4, &da), Result::kSuccess);
+  ASSERT_EQ(dev_->alloc(n * 4, &db), Result::kSuccess);
+  ASSERT_EQ(dev_->copy(da, a.data(), n * 4, wq), Result::kSuccess);
+  ASSERT_EQ(dev_->copy(db, b.data(), n * 4, wq), Result::kSuccess);
+  ReduceSpec spec;
+  spec.dtype = DataType::kFloat32;
+  ASSERT_EQ(dev_->reduce(da, da, db, n, spec, true, true, wq), Result::kSuccess) << lastError();
+  ASSERT_EQ(dev_->copy(out.data(), da, n * 4, wq), Result::kSuccess);
+  Fence* done = nullptr;
+  ASSERT_EQ(dev_->record(wq, &done), Result::kSuccess);
+  EXPECT_EQ(pollFence(dev_, done, std::chrono::seconds(30)), Result::kSuccess);
+  dev_->releaseFence(done);
+  for (size_t i = 0; i < n; i += 997) ASSERT_EQ(out[i], a[i] + 1.25f) << i;
+  EXPECT_EQ(out[n - 1], a[n - 1] + 1.25f);
+  EXPECT_EQ(dev_->closeQueue(wq), Result::kSuccess);
+  EXPECT_EQ(dev_->free(da), Result::kSuccess);
+  EXPECT_EQ(dev_->free(db), Result::kSuccess);
+  clReleaseCommandQueue(uq);
+}
+
+TEST_F(OpenclBackendTest, ReduceRejectsBadArguments) {
+  ReduceSpec spec;
+  spec.op = RedOpKind::kAvg;
+  float x = 1.0f;
+  EXPECT_EQ(dev_->reduce(&x, &x, &x, 1, spec, false, false, nullptr), Result::kInvalidArgument);
+  spec.op = RedOpKind::kSum;
+  spec.dtype = static_cast<DataType>(42);
+  EXPECT_EQ(dev_->reduce(&x, &x, &x, 1, spec, false, false, nullptr), Result::kInvalidArgument);
+  spec.dtype = DataType::kFloat32;
+  EXPECT_EQ(dev_->reduce(nullptr, &x, &x, 1, spec, false, false, nullptr), Result::kInvalidArgument);
+  EXPECT_EQ(dev_->reduce(nullptr, nullptr, nullptr, 0, spec, false, false, nullptr), Result::kSuccess);
+}
+
+// ---- reduce, bit for bit against the host backend ------------------------------------------------
+
+enum class Placement { kCoarse, kFine, kRegistered, kPlainHost, kOddOffsets };
+
+const char* placementName(Placement p) {
+  switch (p) {
+    case Placement::kCoarse:
+      return "coarse SVM";
+    case Placement::kFine:
+      return "fine SVM";
+    case Placement::kRegistered:
+      return "registered host";
+    case Placement::kPlainHost:
+      return "plain host";
+    case Placement::kOddOffsets:
+      return "coarse SVM at odd offsets";
+  }
+  return "?";
+}
+
+// Random elements of `dtype`, with the special values the formats have (NaN of both signs and
+// several payloads, inf, -0, denormals, the largest finite values, fp8 overflow candidates).
+std::vector<uint8_t> randomData(DataType dtype, size_t n, std::mt19937_64& rng) {
+  const size_t size = dataTypeSize(dtype);
+  std::vector<uint8_t> v(n * size);
+  for (auto& x : v) x = static_cast<uint8_t>(rng());
+  auto put = [&](size_t i, uint64_t bits) { std::memcpy(&v[i * size], &bits, size); };
+  std::vector<uint64_t> specials;
+  switch (dtype) {
+    case DataType::kFloat32: {
+      specials = {0x7fc00000, 0xffc00000, 0x7fa00001, 0x7f800000, 0xff800000, 0x80000000, 0,
+                  0x00000001, 0x807fffff, 0x7f7fffff, 0xff7fffff, 0x3f800000, 0x00800000};
+      // Most values moderate, so sums and products exercise rounding rather than overflow.
+      for (size_t i = 0; i < n; ++i) {
+        if (rng() % 4 != 0) {
+          float f = std::ldexp(static_cast<float>(static_cast<int32_t>(rng() >> 40)) / 16777216.0f,
+                               static_cast<int>(rng() % 40) - 20);
+          std::memcpy(&v[i * 4], &f, 4);
+        }
+      }
+      break;
+    }
+    case DataType::kFloat64: {
+      specials = {0x7ff8000000000000,
+                  0xfff8000000000000,
+                  0x7ff4000000000001,
+                  0x7ff0000000000000,
+                  0xfff0000000000000,
+                  0x8000000000000000,
+                  0,
+                  1,
+                  0x7fefffffffffffff,
+                  0x3ff0000000000000};
+      for (size_t i = 0; i < n; ++i) {
+        if (rng() % 4 != 0) {
+          double d = std::ldexp(static_cast<double>(static_cast<int64_t>(rng() >> 11)) / 9007199254740992.0,
+                                static_cast<int>(rng() % 80) - 40);
+          std::memcpy(&v[i * 8], &d, 8);
+        }
+      }
+      break;
+    }
+    case DataType::kFloat16:
+      specials = {0x7e00, 0xfe00, 0x7d01, 0x7c00, 0xfc00, 0x8000, 0, 0x0001, 0x83ff, 0x7bff, 0xfbff, 0x3c00};
+      break;
+    case DataType::kBfloat16:
+      specials = {0x7fc0, 0xffc0, 0x7f81, 0x7f80, 0xff80, 0x8000, 0, 0x0001, 0x807f, 0x7f7f, 0xff7f, 0x3f80};
+      break;
+    case DataType::kFloat8e4m3:
+      specials = {0x7f, 0xff, 0x7e, 0xfe, 0x80, 0, 0x01, 0x87, 0x78, 0x7d};
+      break;
+    case DataType::kFloat8e5m2:
+      specials = {0x7e, 0xfe, 0x7d, 0x7c, 0xfc, 0x80, 0, 0x01, 0x83, 0x7b, 0xfb};
+      break;
+    case DataType::kInt8:
+    case DataType::kUint8:
+      specials = {0, 0x7f, 0x80, 0xff, 1};
+      break;
+    case DataType::kInt32:
+    case DataType::kUint32:
+      specials = {0, 0x7fffffff, 0x80000000, 0xffffffff, 1};
+      break;
+    case DataType::kInt64:
+    case DataType::kUint64:
+      specials = {0, 0x7fffffffffffffff, 0x8000000000000000, 0xffffffffffffffff, 1};
+      break;
+  }
+  for (size_t i = 0; i < n && i < specials.size() * 3; i += 1 + rng() % 3) put(i, specials[rng() % specials.size()]);
+  return v;
+}
+
+// Device buffers of one placement, with the bytes copied in and out through the backend.
+class Buffers {
+ public:
+  Buffers(OpenclBackend* dev, Placement p, size_t bytes, size_t offset) : dev_(dev), p_(p), offset_(offset) {
+    const size_t total = bytes + offset + 64;
+    if (p == Placement::kCoarse || p == Placement::kOddOffsets || p == Placement::kFine) {
+      EXPECT_EQ(dev->allocSvm(total, p == Placement::kFine, &base_), Result::kSuccess);
+    } else {
+      EXPECT_EQ(posix_memalign(&base_, 4096, total), 0);
+      if (p == Placement::kRegistered) {
+        EXPECT_EQ(dev->registerHost(base_, total, &reg_), Result::kSuccess);
+      }
+    }
+  }
+  ~Buffers() {
+    if (p_ == Placement::kCoarse || p_ == Placement::kOddOffsets || p_ == Placement::kFine) {
+      EXPECT_EQ(dev_->free(base_), Result::kSuccess);
+    } else {
+      if (reg_ != nullptr) {
+        EXPECT_EQ(dev_->unregisterHost(reg_), Result::kSuccess);
+      }
+      std::free(base_);
+    }
+  }
+  void* ptr() const { return static_cast<uint8_t*>(base_) + offset_; }
+  void put(const std::vector<uint8_t>& v) {
+    ASSERT_EQ(dev_->copy(ptr(), v.data(), v.size(), nullptr), Result::kSuccess);
+  }
+  std::vector<uint8_t> get(size_t bytes) {
+    std::vector<uint8_t> v(bytes);
+    EXPECT_EQ(dev_->copy(v.data(), ptr(), bytes, nullptr), Result::kSuccess);
+    return v;
+  }
+
+ private:
+  OpenclBackend* dev_;
+  Placement p_;
+  size_t offset_;
+  void* base_ = nullptr;
+  HostRegistration* reg_ = nullptr;
+};
+
+// Whether an element of a floating type is a NaN (false for integers).
+bool isNanElem(DataType dtype, const uint8_t* p) {
+  uint64_t v = 0;
+  std::memcpy(&v, p, dataTypeSize(dtype));
+  switch (dtype) {
+    case DataType::kFloat16:
+      return std::isnan(fmt16::halfToFloat(static_cast<uint16_t>(v)));
+    case DataType::kBfloat16:
+      return std::isnan(fmt16::bf16ToFloat(static_cast<uint16_t>(v)));
+    case DataType::kFloat8e4m3:
+      return std::isnan(fmt16::fp8e4m3ToFloat(static_cast<uint8_t>(v)));
+    case DataType::kFloat8e5m2:
+      return std::isnan(fmt16::fp8e5m2ToFloat(static_cast<uint8_t>(v)));
+    case DataType::kFloat32:
+      return std::isnan(fmt16::bitsFloat(static_cast<uint32_t>(v)));
+    case DataType::kFloat64: {
+      double d;
+      std::memcpy(&d, &v, 8);
+      return std::isnan(d);
+    }
+    default:
+      return false;
+  }
+}
+
+class OpenclBackendReduceTest : public OpenclBackendTest, public ::testing::WithParamInterface<Placement> {};
+
+std::string hexElem(const uint8_t* p, size_t size) {
+  uint64_t v = 0;
+  std::memcpy(&v, p, size);
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "0x%0*llx", static_cast<int>(size * 2), static_cast<unsigned long long>(v));
+  return buf;
+}
+
+TEST_P(OpenclBackendReduceTest, MatchesHostBitForBit) {
+  const Placement placement = GetParam();
+  std::mt19937_64 rng(1234 + static_cast<int>(placement));
+  const BackendCaps caps = dev_->caps();
+  for (int t = 0; t < kNumDataTypes; ++t) {
+    const auto dtype = static_cast<DataType>(t);
+    if ((caps.dtypes & (1u << t)) == 0) continue;
+    const size_t size = dataTypeSize(dtype);
+    for (size_t count : {size_t{1}, size_t{1003}}) {
+      const size_t bytes = count * size;
+      // Odd offsets: whole elements plus, for the inputs, a misaligned byte offset (bounced).
+      const bool odd = placement == Placement::kOddOffsets;
+      Buffers da(dev_, placement, bytes, odd ? 3 * size : 0);
+      Buffers db(dev_, placement, bytes, odd ? 5 * size + (size > 1 ? 1 : 0) : 0);
+      Buffers dd(dev_, placement, bytes, odd ? 7 * size : 0);
+      for (int op = 0; op < 4; ++op) {
+        for (int flags = 0; flags < 8; ++flags) {
+          const bool hasA = flags & 1, pre = flags & 2, post = flags & 4;
+          if (!hasA && op != 0) continue;  // the op plays no part without a second operand
+          ReduceSpec spec;
+          spec.dtype = dtype;
+          spec.op = static_cast<RedOpKind>(op);
+          spec.preMul = pre;
+          encodeScalar(dtype, (rng() % 2) ? 1.0 / 3.0 : -2.75, spec.scalar);
+          spec.divisor = post ? 3 + rng() % 5 : 0;
+          SCOPED_TRACE(std::string(placementName(placement)) + " " + dataTypeName(dtype) + " " + redOpName(spec.op) +
+                       " count " + std::to_string(count) + " a " + (hasA ? "yes" : "no") + " pre " +
+                       (pre ? "yes" : "no") + " post " + (post ? "yes" : "no"));
+          const auto a = randomData(dtype, count, rng);
+          const auto b = randomData(dtype, count, rng);
+          std::vector<uint8_t> want(bytes);
+          ASSERT_EQ(host::reduce(want.data(), hasA ? a.data() : nullptr, b.data(), count, spec, true, true),
+                    Result::kSuccess);
+          da.put(a);
+          db.put(b);
+          dd.put(std::vector<uint8_t>(bytes, 0xcd));
+          ASSERT_EQ(dev_->reduce(dd.ptr(), hasA ? da.ptr() : nullptr, db.ptr(), count, spec, true, true, nullptr),
+                    Result::kSuccess)
+              << lastError();
+          const auto got = dd.get(bytes);
+          // Every element bit for bit, except a sum or product of two NaNs: which NaN the host returns
+          // depends on its compiler's operand order (opencl_kernels.cc); there both must be NaN.
+          for (size_t i = 0; i < count; ++i) {
+            if (std::memcmp(&got[i * size], &want[i * size], size) == 0) continue;
+            const bool twoNans =
+                hasA && (op == 0 || op == 1) && isNanElem(dtype, &a[i * size]) && isNanElem(dtype, &b[i * size]);
+            if (twoNans && isNanElem(dtype, &got[i * size]) && isNanElem(dtype, &want[i * size])) continue;
+            FAIL() << "first difference at element " << i << ": a " << (hasA ? hexElem(&a[i * size], size) : "-")
+                   << " b " << hexElem(&b[i * size], size) << " -> opencl " << hexElem(&got[i * size], size) << " host "
+                   << hexElem(&want[i * size], size);
+          }
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Placements, OpenclBackendReduceTest,
+                         ::testing::Values(Placement::kCoarse, Placement::kFine, Placement::kRegistered,
+                                           Placement::kPlainHost, Placement::kOddOffsets),
+                         [](const ::testing::TestParamInfo<Placement>& i) {
+                           switch (i.param) {
+                             case Placement::kCoarse:
+                               return std::string("CoarseSvm");
+                             case Placement::kFine:
+                               return std::string("FineSvm");
+                             case Placement::kRegistered:
+                               return std::string("RegisteredHost");
+                             case Placement::kPlainHost:
+                               return std::string("PlainHost");
+                             default:
+                               return std::string("OddOffsets");
+                           }
+                         });
+
+TEST_F(OpenclBackendTest, ReduceInPlace) {
+  const size_t n = 517;
+  std::mt19937_64 rng(99);
+  for (DataType dtype : {DataType::kFloat16, DataType::kInt32, DataType::kFloat8e4m3}) {
+    const size_t size = dataTypeSize(dtype);
+    const auto a = randomData(dtype, n, rng);
+    const auto b = randomData(dtype, n, rng);
+    ReduceSpec spec;
+    spec.dtype = dtype;
+    spec.op = RedOpKind::kMax;
+    std::vector<uint8_t> want(n * size);
+    ASSERT_EQ(host::reduce(want.data(), a.data(), b.data(), n, spec, true, true), Result::kSuccess);
+    Buffers da(dev_, Placement::kCoarse, n * size, 0);
+    Buffers db(dev_, Placement::kCoarse, n * size, 0);
+    da.put(a);
+    db.put(b);
+    ASSERT_EQ(dev_->reduce(da.ptr(), da.ptr(), db.ptr(), n, spec, true, true, nullptr), Result::kSuccess);
+    EXPECT_EQ(da.get(n * size), want) << dataTypeName(dtype);
+  }
+}
+
+// ---- the application's context, in fresh processes (the runtime is process-wide) -----------------
+
+TEST(OpenclBackendProcess, BadDeviceKnobFailsWithAMessage) {
+  std::string why;
+  if (!havePlatform(&why)) GTEST_SKIP() << why;
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        setenv("MIXCCL_OPENCL_DEVICE", "9:9", 1);
+        config::resetForTesting();
+        std::unique_ptr<DeviceBackend> b;
+        const Result r = makeOpenclBackend(&b);
+        const bool named = lastError().find("MIXCCL_OPENCL_DEVICE") != std::string::npos;
+        std::_Exit(r == Result::kInvalidArgument && named && b == nullptr ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+TEST(OpenclBackendProcess, ApplicationContextIsUsed) {
+  std::string why;
+  if (!havePlatform(&why)) GTEST_SKIP() << why;
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        cl_platform_id plat = nullptr;
+        cl_device_id d = nullptr;
+        clGetPlatformIDs(1, &plat, nullptr);
+        clGetDeviceIDs(plat, CL_DEVICE_TYPE_ALL, 1, &d, nullptr);
+        cl_int err = CL_SUCCESS;
+        cl_context ctx = clCreateContext(nullptr, 1, &d, nullptr, nullptr, &err);
+        int code = 0;
+        if (mixcclOpenclUseContext(nullptr, d) != ncclInvalidArgument) code |= 1;
+        if (mixcclOpenclUseContext(ctx, d) != ncclSuccess) code |= 2;
+        std::unique_ptr<DeviceBackend> b;
+        if (makeOpenclBackend(&b) != Result::kSuccess) std::_Exit(4);
+        auto* ob = static_cast<OpenclBackend*>(b.get());
+        if (ob->context() != ctx) code |= 8;
+        cl_context got = nullptr;
+        cl_device_id gotDev = nullptr;
+        if (mixcclOpenclGetContext(&got, &gotDev) != ncclSuccess || got != ctx || gotDev != d) code |= 16;
+        if (mixcclOpenclGetContext(nullptr, nullptr) != ncclInvalidArgument) code |= 32;
+        if (mixcclOpenclUseContext(ctx, d) != ncclInvalidUsage) code |= 64;  // too late now
+        cl_command_queue q = clCreateCommandQueueWithProperties(ctx, d, nullptr, &err);
+        if (ob->checkStream(q) != Result::kSuccess) code |= 128;
+        std::_Exit(code);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+}  // namespace
+}  // namespace mixccl
+
+#endif  // MIXCCL_HAVE_OPENCL
