@@ -39,6 +39,8 @@ Result fail(Result code, const char* fmt, ...) {
 
 const std::string& lastError() { return tLastError; }
 const std::string& lastQuietError() { return tQuietError; }
+
+const std::string& lastFailure() { return tQuiet > 0 ? tQuietError : tLastError; }
 void clearLastError() { tLastError.clear(); }
 
 const char* resultString(Result r) {

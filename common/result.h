@@ -46,6 +46,10 @@ class QuietFailures {
 
 // The last message fail() kept quiet on this thread (inside a QuietFailures scope).
 const std::string& lastQuietError();
+// The message of the last fail() on this thread, quiet or not: lastQuietError() inside a
+// QuietFailures scope, lastError() outside. For code that keeps a failure's message for later
+// callers and may itself run inside a caller's quiet scope.
+const std::string& lastFailure();
 
 // The last message recorded by fail() on this thread ("" when none).
 const std::string& lastError();

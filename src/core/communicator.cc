@@ -59,6 +59,56 @@ void Communicator::setAsyncError(Result r) {
   }
 }
 
+// The arithmetic fingerprints of this rank's backend (arith_check.h). The process's backend lives
+// until exit and its arithmetic never changes, so its print is computed once per process; a
+// backend a test passed in (CommOptions::backend) is checked every time.
+Result Communicator::backendPrint(bool processWide, ArithPrint* out) {
+  if (!processWide) return arithmeticPrint(*backend_, out);
+  static std::mutex mu;
+  static ArithPrint cached{};
+  static bool have = false;
+  std::lock_guard<std::mutex> lk(mu);
+  if (!have) {
+    MIXCCL_TRY(arithmeticPrint(*backend_, &cached));
+    have = true;
+  }
+  *out = cached;
+  return Result::kSuccess;
+}
+
+// Every rank agrees on the arithmetic of every type two backends share (init fails otherwise, on
+// every rank alike); the types and operators all backends support bound what reductions may use
+// (copies move bytes and need no support of their type).
+Result Communicator::checkBackends() {
+  std::vector<ArithFacts> facts(static_cast<size_t>(nranks_));
+  commonDtypes_ = ~0u;
+  commonOps_ = ~0u;
+  for (int p = 0; p < nranks_; ++p) {
+    const PeerBackendInfo& b = peers_[p].backend;
+    facts[p] = ArithFacts{b.name, b.dtypes, b.arithmetic};
+    commonDtypes_ &= b.dtypes;
+    commonOps_ &= b.ops;
+  }
+  return compareArithmetic(facts, rank_);
+}
+
+Result Communicator::checkSupported(DataType dtype, RedOpKind op, const char* fn) const {
+  const uint32_t typeBit = 1u << static_cast<int>(dtype);
+  const uint32_t opBit = 1u << static_cast<int>(op);
+  if ((commonDtypes_ & typeBit) != 0 && (commonOps_ & opBit) != 0) return Result::kSuccess;
+  std::string lacking;
+  for (int p = 0; p < nranks_ && lacking.size() < 200; ++p) {
+    const PeerBackendInfo& b = peers_[p].backend;
+    if ((b.dtypes & typeBit) != 0 && (b.ops & opBit) != 0) continue;
+    if (!lacking.empty()) lacking += ", ";
+    lacking += "rank " + std::to_string(p) + " (" + b.name + ")";
+  }
+  return fail(Result::kInvalidUsage,
+              "%s on rank %d: %s with %s is not supported by the device backend of %s; use another data type or "
+              "operator, or give those ranks a backend that supports it",
+              fn, rank_, dataTypeName(dtype), redOpName(op), lacking.c_str());
+}
+
 Result Communicator::init(const UniqueIdData& id) {
   log::RankScope scope(rank_);
   config::logNonDefaults();
@@ -72,6 +122,9 @@ Result Communicator::init(const UniqueIdData& id) {
     commHash_ = id.commHash;
     MIXCCL_TRY(backendResult);
     backend_ = backend;
+    // ncclCommCuDevice: a device backend knows its device (MIXCCL_OPENCL_DEVICE for OpenCL); the
+    // host backend keeps what ncclCommInitAll's device list said.
+    if (backend_->wireId() != 0) device_ = backend_->deviceIndex();
     MIXCCL_TRY(Bootstrap::init(id, rank_, nranks_, &abort_, &bootstrap_));
 
     TransportContext ctx;
@@ -119,6 +172,7 @@ Result Communicator::init(const UniqueIdData& id) {
     self.backend.dtypes = caps.dtypes;
     self.backend.ops = caps.ops;
     self.backend.flags = caps.flags;
+    MIXCCL_TRY(backendPrint(options_.backend == nullptr, &self.backend.arithmetic));
 
     // Every rank contributes a record of the same fixed capacity (PROTOCOL.md, "Peer info").
     std::vector<uint8_t> table(PeerInfo::kWireBytes * nranks_);
@@ -135,6 +189,7 @@ Result Communicator::init(const UniqueIdData& id) {
                     peers_[p].nranks, kProtocolVersion, rank_, nranks_);
       }
     }
+    MIXCCL_TRY(checkBackends());
     localRanks_ = 0;
     for (const PeerInfo& p : peers_) localRanks_ += p.hostHash == peers_[rank_].hostHash ? 1 : 0;
     std::vector<TransportPeer> tpeers(nranks_);

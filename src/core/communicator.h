@@ -31,6 +31,7 @@
 
 #include "common/result.h"
 #include "common/types.h"
+#include "src/core/arith_check.h"
 #include "src/core/bootstrap.h"
 #include "src/core/hang_report.h"
 #include "src/core/peer_info.h"
@@ -122,6 +123,11 @@ class Communicator {
   // Number of shrinks issued on this communicator (tags the child's id message).
   uint32_t nextShrinkSeq() { return shrinkSeq_++; }
 
+  // kSuccess when every rank's backend reduces `dtype` with `op` (the operator the user named:
+  // Avg, PreMulSum for user-created ones); kInvalidUsage naming the ranks whose backend lacks it
+  // otherwise (PROTOCOL.md, "Arithmetic").
+  Result checkSupported(DataType dtype, RedOpKind op, const char* fn) const;
+
   // User reduction operators.
   Result createPreMulSum(DataType dtype, const void* scalar, bool onHost, int* handle);
   Result destroyRedOp(int handle);
@@ -175,6 +181,8 @@ class Communicator {
  private:
   Communicator(int nranks, int rank, const CommOptions& options);
   Result pickTransport(int peer, Transport** out);
+  Result backendPrint(bool processWide, ArithPrint* out);
+  Result checkBackends();
 
   int nranks_;
   int rank_;
@@ -194,7 +202,9 @@ class Communicator {
   uint32_t shrinkSeq_ = 0;
   WaitBoard board_;
 
-  DeviceBackend* backend_ = nullptr;  // the process's backend (select.h), not owned
+  DeviceBackend* backend_ = nullptr;
+  uint32_t commonDtypes_ = ~0u;  // types / operators every rank's backend supports (checkBackends)
+  uint32_t commonOps_ = ~0u;     // the process's backend (select.h), not owned
   std::unique_ptr<Bootstrap> bootstrap_;
   std::vector<PeerInfo> peers_;
   // One per built-in transport (transports/registry.h); published[p]: rank p's peer info lists

@@ -51,7 +51,11 @@ Result prepareOp(Op* op) {
   Communicator* comm = op->comm;
   op->reduction = isReduction(op->kind);
   op->lane = (op->kind == CollKind::kSend || op->kind == CollKind::kRecv) ? kLaneP2p : kLaneColl;
-  if (op->reduction) MIXCCL_TRY(resolveReduction(op));
+  if (op->reduction) {
+    const RedOpKind named = op->redOp < kNumBuiltinOps ? static_cast<RedOpKind>(op->redOp) : RedOpKind::kPreMulSum;
+    MIXCCL_TRY(comm->checkSupported(op->dtype, named, collName(op->kind)));
+    MIXCCL_TRY(resolveReduction(op));
+  }
   algo::CollArgs args;
   args.kind = op->kind;
   args.rank = comm->rank();

@@ -118,7 +118,7 @@ Result PeerInfo::encode(uint8_t* out, size_t cap) const {
   put(v + 4 + kNameBytes, backend.dtypes, 4);
   put(v + 8 + kNameBytes, backend.ops, 4);
   put(v + 12 + kNameBytes, backend.flags, 4);
-  memcpy(v + 16 + kNameBytes, backend.arithmeticHash.data(), backend.arithmeticHash.size());
+  for (size_t t = 0; t < backend.arithmetic.size(); ++t) put(v + 16 + kNameBytes + 4 * t, backend.arithmetic[t], 4);
   return Result::kSuccess;
 }
 
@@ -209,7 +209,9 @@ Result PeerInfo::decode(const uint8_t* in, size_t len, int slot, PeerInfo* out) 
       out->backend.dtypes = static_cast<uint32_t>(get(v + 4 + kNameBytes, 4));
       out->backend.ops = static_cast<uint32_t>(get(v + 8 + kNameBytes, 4));
       out->backend.flags = static_cast<uint32_t>(get(v + 12 + kNameBytes, 4));
-      memcpy(out->backend.arithmeticHash.data(), v + 16 + kNameBytes, out->backend.arithmeticHash.size());
+      for (size_t t = 0; t < out->backend.arithmetic.size(); ++t) {
+        out->backend.arithmetic[t] = static_cast<uint32_t>(get(v + 16 + kNameBytes + 4 * t, 4));
+      }
     }
     // Any other type is a field of a later build: skipped by its length.
     at += kFieldHeaderBytes + padded(n);

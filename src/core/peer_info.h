@@ -32,14 +32,14 @@ struct PeerTransportInfo {
 };
 
 // The device backend a rank runs: its wire id (DeviceBackend::wireId), name, capabilities, and the
-// hash of its arithmetic (all zero until the arithmetic check fills it; PROTOCOL.md, "Arithmetic").
+// fingerprint of its arithmetic per data type (arith_check.h; PROTOCOL.md, "Arithmetic").
 struct PeerBackendInfo {
   uint32_t wireId = 0;
   std::string name;
-  uint32_t dtypes = 0;  // BackendCaps::dtypes
-  uint32_t ops = 0;     // BackendCaps::ops
-  uint32_t flags = 0;   // BackendCaps::flags
-  std::array<uint8_t, 32> arithmeticHash{};
+  uint32_t dtypes = 0;                               // BackendCaps::dtypes
+  uint32_t ops = 0;                                  // BackendCaps::ops
+  uint32_t flags = 0;                                // BackendCaps::flags
+  std::array<uint32_t, kNumDataTypes> arithmetic{};  // ArithPrint: 0 for an unsupported type
   bool operator==(const PeerBackendInfo&) const = default;
 };
 
@@ -67,11 +67,11 @@ struct PeerInfo {
   static constexpr size_t kFieldHeaderBytes = 4;  // u16 type, u16 value length
   static constexpr uint16_t kFieldTransport = 1;
   static constexpr uint16_t kFieldBackend = 2;
-  static constexpr size_t kBackendValueBytes = 4 + kNameBytes + 12 + 32;
+  static constexpr size_t kBackendValueBytes = 4 + kNameBytes + 12 + 4 * kNumDataTypes;
   // The record's fixed capacity: what every rank contributes to the allGather. Room for 10
   // transports with full 64-byte blobs and the backend next to the facts; encode() fails
   // (kInternalError) rather than truncate if a build ever outgrows it.
-  static constexpr size_t kWireBytes = 1024;
+  static constexpr size_t kWireBytes = 1152;
 
   // Writes the record into out[0..cap) (cap >= the bytes in use; the rest is zeroed).
   Result encode(uint8_t* out, size_t cap = kWireBytes) const;

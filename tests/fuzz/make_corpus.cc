@@ -125,7 +125,7 @@ void bootstrapWire() {
   p.host = std::string(PeerInfo::kHostBytes - 1, 'h');
   p.transports[0].blob.assign(Transport::kMaxBlobBytes, 0x5a);
   p.backend.name = std::string(PeerInfo::kNameBytes - 1, 'b');
-  p.backend.arithmeticHash.fill(0xa5);
+  p.backend.arithmetic.fill(0xa5a5a5a5u);
   for (int i = 0; i < 8; ++i) p.transports.push_back({"t" + std::to_string(i), Bytes(Transport::kMaxBlobBytes, 7)});
   if (p.encode(pb.data(), pb.size()) != Result::kSuccess) abort();
   put(t, "peer_info_full", with(4, pb));

@@ -57,9 +57,16 @@ TEST(HangReport, NamesTheRankThatNeverArrived) {
     ready.fetch_add(1);
     while (ready.load() < kRanks) std::this_thread::yield();
     if (rank == 2) {
-      std::this_thread::sleep_for(600ms);  // > kPublishAfter and the probe delay
-      blocked0 = reportOf(comms[0]);
-      blocked1 = reportOf(comms[1]);
+      // The reports fill in as the waiting ranks publish (after kPublishAfter) and as rank 0's
+      // probe reaches rank 1 (after the probe delay); on a loaded machine that takes longer than
+      // those delays, so poll for the finished picture, bounded, rather than sleep a fixed time.
+      const auto deadline = std::chrono::steady_clock::now() + 60s;
+      do {
+        std::this_thread::sleep_for(100ms);
+        blocked0 = reportOf(comms[0]);
+        blocked1 = reportOf(comms[1]);
+      } while ((!contains(blocked0, "waiting for a message from rank 2") || !contains(blocked1, "its probe says")) &&
+               std::chrono::steady_clock::now() < deadline);
     }
     ASSERT_EQ(ncclAllReduce(buf.data(), buf.data(), buf.size(), ncclFloat32, ncclSum, comm, nullptr), ncclSuccess);
     ready.fetch_add(1);

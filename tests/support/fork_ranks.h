@@ -15,6 +15,8 @@
 #include <functional>
 #include <vector>
 
+#include "common/config.h"
+
 // In a rank's body (a function of `int rank` returning its exit status): on failure, print the
 // rank, the message and ncclGetLastError(), and return 1.
 #define RANK_CHECK(cond, ...)                                \
@@ -44,6 +46,9 @@ inline std::vector<int> forkRanks(int n, const std::function<int(int, const nccl
       break;
     }
     if (pid == 0) {
+      // The parent's ncclGetUniqueId read (and cached) every knob; a rank's body may setenv its
+      // own (MIXCCL_DEVICE_BACKEND per rank), which must count as in a freshly started process.
+      mixccl::config::resetForTesting();
       close(fds[1]);
       for (int w : idWriters) close(w);
       ncclUniqueId id;

@@ -36,7 +36,7 @@ PeerInfo sample() {
   p.backend.dtypes = 0x3ff;
   p.backend.ops = 0x3f;
   p.backend.flags = 7;
-  for (size_t i = 0; i < p.backend.arithmeticHash.size(); ++i) p.backend.arithmeticHash[i] = static_cast<uint8_t>(i);
+  for (size_t i = 0; i < p.backend.arithmetic.size(); ++i) p.backend.arithmetic[i] = 0x01020304u * (i + 1);
   return p;
 }
 

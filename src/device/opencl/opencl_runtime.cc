@@ -151,7 +151,7 @@ Result Runtime::get(Runtime** out) {
     // The message stays for later calls: the environment decides, and it does not change.
     gInitFailed = true;
     gInitResult = r;
-    gInitError = lastError();
+    gInitError = lastFailure();  // processBackend() may be creating us inside a quiet scope
     delete rt;  // init released what it made
     return r;
   }
@@ -329,7 +329,7 @@ Result Runtime::buildProgram() {
 Result Runtime::reduceKernel(DataType dtype, int flags, cl_kernel* out) {
   std::call_once(buildOnce_, [this] {
     buildResult_ = buildProgram();
-    if (buildResult_ != Result::kSuccess) buildError_ = lastError();
+    if (buildResult_ != Result::kSuccess) buildError_ = lastFailure();
   });
   if (buildResult_ != Result::kSuccess) return fail(buildResult_, "%s", buildError_.c_str());
   *out = reduceKernels_[static_cast<int>(dtype)][flags & (kNumReduceVariants - 1)];
