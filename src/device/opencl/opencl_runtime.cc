@@ -152,7 +152,7 @@ Result Runtime::get(Runtime** out) {
     gInitFailed = true;
     gInitResult = r;
     gInitError = lastFailure();  // processBackend() may be creating us inside a quiet scope
-    delete rt;  // init released what it made
+    delete rt;                   // init released what it made
     return r;
   }
   gRuntime = rt;
