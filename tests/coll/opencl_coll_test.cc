@@ -52,7 +52,7 @@ const char* const kCollNames[kNumColls] = {"allreduce", "broadcast", "reduce",  
 bool reducing(int c) { return c == kAllReduce || c == kReduce || c == kReduceScatter; }
 bool hasInPlace(int c) { return c != kAllToAll && c != kSendRecv; }
 
-// 1001 elements: odd, and with MIXCCL_CHUNK_SIZE=2048 the wider types stream through several chunks.
+// 1001 elements: odd, and with MIXCCL_CHUNK_SIZE=4096 the 8-byte types stream through several chunks.
 constexpr size_t kCount = 1001;
 
 struct Case {
@@ -231,7 +231,7 @@ class OpenclCollTest : public ::testing::Test {
     if (!havePlatform(&why)) GTEST_SKIP() << why;
     // Small slots so the wider types stream through several chunks; a bounded timeout so a bug
     // fails the test instead of hanging it.
-    chunk_ = std::make_unique<EnvGuard>("MIXCCL_CHUNK_SIZE", "2048");
+    chunk_ = std::make_unique<EnvGuard>("MIXCCL_CHUNK_SIZE", "4096");
     timeout_ = std::make_unique<EnvGuard>("MIXCCL_TIMEOUT", "60");
     cl_device_id dev = nullptr;
     ASSERT_EQ(openclGetContext(&context_, &dev), Result::kSuccess) << lastError();

@@ -153,7 +153,7 @@ int patternRank(const std::string& pattern, int rank, const ncclUniqueId& id) {
   const bool dev = pattern[rank] == 'O';
   setenv("MIXCCL_DEVICE_BACKEND", dev ? "opencl" : "host", 1);  // before the first mixccl call
   setenv("MIXCCL_TIMEOUT", "60", 1);
-  setenv("MIXCCL_CHUNK_SIZE", "2048", 1);
+  setenv("MIXCCL_CHUNK_SIZE", "4096", 1);
   ncclComm_t comm = nullptr;
   RANK_CHECK(ncclCommInitRank(&comm, n, id, rank) == ncclSuccess, "init (%s)", dev ? "opencl" : "host");
   {
@@ -298,10 +298,10 @@ TEST(OpenclBadInput, HostPointerWithAStream) {
               const auto s = reinterpret_cast<cudaStream_t>(q);
               int rc =
                   expectError("host sendbuff", ncclAllReduce(host.data(), svm, 1000, ncclFloat32, ncclSum, comm, s),
-                              ncclInvalidArgument, comm, nullptr);
+                              ncclInvalidArgument, comm, "sendbuff");
               if (rc == 0) {
                 rc = expectError("host recvbuff", ncclAllReduce(svm, host.data(), 1000, ncclFloat32, ncclSum, comm, s),
-                                 ncclInvalidArgument, comm, nullptr);
+                                 ncclInvalidArgument, comm, "recvbuff");
               }
               clFinish(q);
               ncclMemFree(svm);
@@ -332,7 +332,7 @@ TEST(OpenclBadInput, AnotherContextsSvm) {
               const int rc = expectError(
                   "another context's SVM",
                   ncclAllReduce(foreign, svm, 1000, ncclFloat32, ncclSum, comm, reinterpret_cast<cudaStream_t>(q)),
-                  ncclInvalidArgument, comm, nullptr);
+                  ncclInvalidArgument, comm, "sendbuff");
               clFinish(q);
               ncclMemFree(svm);
               clSVMFree(other, foreign);
