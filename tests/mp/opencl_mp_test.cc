@@ -34,12 +34,19 @@ TEST(OpenclMp, NotBuilt) { GTEST_SKIP() << "mixccl was built without OpenCL head
 #include <thread>
 #include <vector>
 
+#include "common/config.h"
 #include "mixccl/opencl.h"
 #include "tests/support/fork_ranks.h"
 #include "tests/support/values.h"
 
 namespace mixccl::testing {
 namespace {
+
+// A forked child inherits the parent's cached knobs: forkRanks() calls ncclGetUniqueId in this
+// (parent) process, which reads and caches the whole configuration, MIXCCL_DEVICE_BACKEND
+// included. Without this, every job after the first would keep the parent's "host" choice and
+// its OpenCL ranks would run synchronously on the host backend, ignoring their queue.
+void childReadsEnvironment() { config::resetForTesting(); }
 
 // Runs body() in a forked child and returns its exit status (0 = passed); the child is killed
 // after `limitS` seconds (status 124).
@@ -155,6 +162,7 @@ int patternRank(const std::string& pattern, int rank, const ncclUniqueId& id) {
   setenv("MIXCCL_DEVICE_BACKEND", dev ? "opencl" : "host", 1);  // before the first mixccl call
   setenv("MIXCCL_TIMEOUT", "60", 1);
   setenv("MIXCCL_CHUNK_SIZE", "4096", 1);
+  childReadsEnvironment();
   ncclComm_t comm = nullptr;
   RANK_CHECK(ncclCommInitRank(&comm, n, id, rank) == ncclSuccess, "init (%s)", dev ? "opencl" : "host");
   {
@@ -310,6 +318,7 @@ TEST(OpenclMpStreamOrder, CallReturnsBeforeItsInputIsWritten) {
 // In a child: a one-rank communicator on `backend` (MIXCCL_DEVICE_BACKEND). Null on failure.
 ncclComm_t oneRankComm(const char* backend) {
   setenv("MIXCCL_DEVICE_BACKEND", backend, 1);
+  childReadsEnvironment();
   ncclUniqueId id;
   ncclComm_t comm = nullptr;
   if (ncclGetUniqueId(&id) != ncclSuccess || ncclCommInitRank(&comm, 1, id, 0) != ncclSuccess) {
@@ -428,6 +437,7 @@ TEST(OpenclBadInput, StreamThatIsNotAQueue) {
 TEST(OpenclBadInput, UnknownDeviceBackend) {
   EXPECT_EQ(inChild([] {
               setenv("MIXCCL_DEVICE_BACKEND", "nosuchbackend", 1);
+              childReadsEnvironment();
               ncclUniqueId id;
               ncclComm_t comm = nullptr;
               if (ncclGetUniqueId(&id) != ncclSuccess) return 10;
@@ -457,6 +467,7 @@ TEST(OpenclBadInput, NoOpenclPlatform) {
       return 30;
     }
     setenv("MIXCCL_DEVICE_BACKEND", "opencl", 1);
+    childReadsEnvironment();
     ncclUniqueId id;
     ncclComm_t comm = nullptr;
     if (ncclGetUniqueId(&id) != ncclSuccess) return 10;
