@@ -88,3 +88,31 @@ else()
   endforeach()
 endif()
 set_tests_properties(preload_ours preload_without PROPERTIES LABELS abi TIMEOUT 300 SKIP_RETURN_CODE 77)
+
+# The mixed-vendor client (label "device"): client_mixed.c against NVIDIA's nccl.h and the Khronos
+# CL/cl.h, linked to our library by file and to the ICD loader. run_client_mixed.sh runs it with
+# H,H,H,H and then H,O,H,O and requires identical hash files; it skips (77) without an OpenCL
+# platform. Registered as a skip with the reason when NVIDIA's headers or OpenCL are missing.
+if(MIXCCL_CLIENT_NCCL_INCLUDE_DIR AND MIXCCL_CLIENT_CUDA_INCLUDE_DIR AND OpenCL_FOUND AND TARGET mixccl_device_opencl)
+  mixccl_client_target(abi_client_mixed SOURCES ${client_dir}/client_mixed.c ${client_dir}/client_dtypes.c
+                       LINK $<TARGET_FILE:mixccl> ${OpenCL_LIBRARIES})
+  add_dependencies(abi_client_mixed mixccl)
+  target_link_options(abi_client_mixed PRIVATE -Wl,-rpath,$<TARGET_FILE_DIR:mixccl>)
+  add_test(NAME client_mixed_hoho
+           COMMAND sh ${client_dir}/run_client_mixed.sh $<TARGET_FILE:abi_client_mixed>
+                   ${CMAKE_CURRENT_BINARY_DIR}/client_mixed H,H,H,H H,O,H,O)
+else()
+  add_test(NAME client_mixed_hoho
+           COMMAND sh -c "echo 'SKIP: needs NVIDIA nccl.h/cuda_runtime.h (CUDA_HOME) and OpenCL (headers, ICD loader)'; exit 77")
+endif()
+set_tests_properties(client_mixed_hoho PROPERTIES LABELS "abi;device" TIMEOUT 900 SKIP_RETURN_CODE 77 PROCESSORS 4)
+
+# Device-backend plugin refusals (a plugin without the table, a newer major version, ...) and an
+# unknown MIXCCL_DEVICE_BACKEND, reusing tests/plugin's suites under the "device" label.
+add_test(NAME device_plugin_refusals
+         COMMAND plugin_test --gtest_filter=PluginLoader.RefusesBrokenPluginsWithAMessageSayingWhy)
+add_test(NAME device_unknown_backend COMMAND plugin_test --gtest_filter=SelectUnknown.*)
+set_tests_properties(device_plugin_refusals device_unknown_backend PROPERTIES LABELS device TIMEOUT 300
+                     FAIL_REGULAR_EXPRESSION "PASSED  \\] 0 tests")
+set_tests_properties(device_plugin_refusals PROPERTIES ENVIRONMENT_MODIFICATION "MIXCCL_DEVICE_BACKEND=unset:")
+set_tests_properties(device_unknown_backend PROPERTIES ENVIRONMENT_MODIFICATION "MIXCCL_DEVICE_BACKEND=set:nosuchbackend")
