@@ -228,8 +228,9 @@ class Trainer {
   Trainer(const Options& o, int rank, int nranks) : o_(o), rank_(rank), nranks_(nranks), data_(o.shape, o.seed) {}
   ~Trainer() {
     if (haveOp_) ncclRedOpDestroy(op_, comm_);
-    // The communicator first: it may still refer to the worker's queue.
-    if (comm_ != nullptr) ncclCommDestroy(comm_);
+    // The communicator first: it may still refer to the worker's queue. After a failure the peers
+    // may be gone or stuck in a collective, so abort instead of the orderly destroy.
+    if (comm_ != nullptr) (ok_ ? ncclCommDestroy(comm_) : ncclCommAbort(comm_));
     worker_.reset();
   }
 
@@ -251,6 +252,7 @@ class Trainer {
   int offset_ = 0;
   ncclRedOp_t op_ = ncclSum;  // the PreMulSum operator once haveOp_
   bool haveOp_ = false;
+  bool ok_ = false;  // run() succeeded
   std::vector<float> x_, y_;
 };
 
@@ -392,6 +394,7 @@ int Trainer::run() {
   int rc = setup();
   if (rc == 0) rc = partition();
   if (rc == 0) rc = train();
+  ok_ = rc == 0;
   fflush(stdout);
   return rc;
 }

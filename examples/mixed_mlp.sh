@@ -44,9 +44,10 @@ fi
 MIXCCL_DEVICE_BACKEND=opencl "$bin" --probe-opencl >/dev/null || { echo "mixed_mlp.sh: no usable OpenCL device" >&2; exit 1; }
 [ "$same" = 1 ] && { hostnp=$np; oclnp=$np; } || { hostnp=$nhost; oclnp=$nocl; }
 
-throughput() {  # the samples/s of one run, whose output goes to stderr
+throughput() {  # the samples/s of one run (its output goes to stderr)
   local out
-  out=$("$run" "$@" | tee /dev/stderr) || { echo "mixed_mlp.sh: run failed: $*" >&2; exit 1; }
+  out=$("$run" "$@") || { echo "$out" >&2; echo "mixed_mlp.sh: run failed: $run $*" >&2; exit 1; }
+  echo "$out" >&2
   echo "$out" | awk '/^throughput:/ {print $2}'
 }
 
@@ -55,5 +56,7 @@ x=$(throughput -np "$hostnp" -- "$bin" "$@")
 echo "== all-OpenCL, $oclnp ranks" >&2
 y=$(throughput -np "$oclnp" -x MIXCCL_DEVICE_BACKEND=opencl -- "$bin" "$@")
 echo "== mixed, $np ranks, OpenCL on ranks $ocl" >&2
-"$run" -np "$np" --rank-env "$ocl" MIXCCL_DEVICE_BACKEND=opencl -- "$bin" "$@" --baseline-host "$x" \
-  --baseline-opencl "$y" | tee /dev/stderr | grep '^efficiency:'
+out=$("$run" -np "$np" --rank-env "$ocl" MIXCCL_DEVICE_BACKEND=opencl -- "$bin" "$@" --baseline-host "$x" \
+  --baseline-opencl "$y") || { echo "$out" >&2; echo "mixed_mlp.sh: the mixed run failed" >&2; exit 1; }
+echo "$out" >&2
+echo "$out" | grep '^efficiency:'
