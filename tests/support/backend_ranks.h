@@ -30,7 +30,9 @@ namespace mixccl::testing {
 class BackendRanks {
  public:
   // One communicator per entry of `backends` (rank r on backends[r]); initialised concurrently.
-  explicit BackendRanks(const std::vector<DeviceBackend*>& backends) : comms_(backends.size(), nullptr) {
+  // With expectInit false, a failing init is no test failure: initResult()/initError() tell.
+  explicit BackendRanks(const std::vector<DeviceBackend*>& backends, bool expectInit = true)
+      : comms_(backends.size(), nullptr), results_(backends.size(), Result::kSuccess), errors_(backends.size()) {
     const int n = static_cast<int>(backends.size());
     ncclUniqueId id;
     if (ncclGetUniqueId(&id) != ncclSuccess) {
@@ -48,8 +50,10 @@ class BackendRanks {
         CommOptions options;
         options.backend = backends[r];
         std::unique_ptr<Communicator> c;
-        if (Communicator::create(data, n, r, options, &c) != Result::kSuccess) {
-          ADD_FAILURE() << "rank " << r << " (" << backends[r]->name() << ") init: " << lastError();
+        results_[r] = Communicator::create(data, n, r, options, &c);
+        if (results_[r] != Result::kSuccess) {
+          errors_[r] = lastError();
+          if (expectInit) ADD_FAILURE() << "rank " << r << " (" << backends[r]->name() << ") init: " << errors_[r];
           return;
         }
         comms_[r] = api::registerComm(std::move(c));
@@ -66,6 +70,8 @@ class BackendRanks {
   }
   int size() const { return static_cast<int>(comms_.size()); }
   ncclComm_t comm(int r) const { return comms_[r]; }
+  Result initResult(int r) const { return results_[r]; }
+  const std::string& initError(int r) const { return errors_[r]; }
   // Forgets rank r's handle (the test aborted or destroyed it itself).
   void forget(int r) { comms_[r] = nullptr; }
 
@@ -84,6 +90,8 @@ class BackendRanks {
 
  private:
   std::vector<ncclComm_t> comms_;
+  std::vector<Result> results_;
+  std::vector<std::string> errors_;
 };
 
 // Runs body(rank) on one thread per rank and joins them.

@@ -30,9 +30,9 @@ TEST(OpenclBackend, NotBuilt) { GTEST_SKIP() << "mixccl was built without OpenCL
 #include "common/config.h"
 #include "mixccl/opencl.h"
 #include "src/device/device_backend.h"
-#include "src/device/host/float_formats.h"
 #include "src/device/host/reduce_kernels.h"
 #include "src/device/opencl/opencl_backend.h"
+#include "tests/support/device_values.h"
 
 namespace mixccl {
 namespace {
@@ -361,77 +361,6 @@ const char* placementName(Placement p) {
   return "?";
 }
 
-// Random elements of `dtype`, with the special values the formats have (NaN of both signs and
-// several payloads, inf, -0, denormals, the largest finite values, fp8 overflow candidates).
-std::vector<uint8_t> randomData(DataType dtype, size_t n, std::mt19937_64& rng) {
-  const size_t size = dataTypeSize(dtype);
-  std::vector<uint8_t> v(n * size);
-  for (auto& x : v) x = static_cast<uint8_t>(rng());
-  auto put = [&](size_t i, uint64_t bits) { std::memcpy(&v[i * size], &bits, size); };
-  std::vector<uint64_t> specials;
-  switch (dtype) {
-    case DataType::kFloat32: {
-      specials = {0x7fc00000, 0xffc00000, 0x7fa00001, 0x7f800000, 0xff800000, 0x80000000, 0,
-                  0x00000001, 0x807fffff, 0x7f7fffff, 0xff7fffff, 0x3f800000, 0x00800000};
-      // Most values moderate, so sums and products exercise rounding rather than overflow.
-      for (size_t i = 0; i < n; ++i) {
-        if (rng() % 4 != 0) {
-          float f = std::ldexp(static_cast<float>(static_cast<int32_t>(rng() >> 40)) / 16777216.0f,
-                               static_cast<int>(rng() % 40) - 20);
-          std::memcpy(&v[i * 4], &f, 4);
-        }
-      }
-      break;
-    }
-    case DataType::kFloat64: {
-      specials = {0x7ff8000000000000,
-                  0xfff8000000000000,
-                  0x7ff4000000000001,
-                  0x7ff0000000000000,
-                  0xfff0000000000000,
-                  0x8000000000000000,
-                  0,
-                  1,
-                  0x7fefffffffffffff,
-                  0x3ff0000000000000};
-      for (size_t i = 0; i < n; ++i) {
-        if (rng() % 4 != 0) {
-          double d = std::ldexp(static_cast<double>(static_cast<int64_t>(rng() >> 11)) / 9007199254740992.0,
-                                static_cast<int>(rng() % 80) - 40);
-          std::memcpy(&v[i * 8], &d, 8);
-        }
-      }
-      break;
-    }
-    case DataType::kFloat16:
-      specials = {0x7e00, 0xfe00, 0x7d01, 0x7c00, 0xfc00, 0x8000, 0, 0x0001, 0x83ff, 0x7bff, 0xfbff, 0x3c00};
-      break;
-    case DataType::kBfloat16:
-      specials = {0x7fc0, 0xffc0, 0x7f81, 0x7f80, 0xff80, 0x8000, 0, 0x0001, 0x807f, 0x7f7f, 0xff7f, 0x3f80};
-      break;
-    case DataType::kFloat8e4m3:
-      specials = {0x7f, 0xff, 0x7e, 0xfe, 0x80, 0, 0x01, 0x87, 0x78, 0x7d};
-      break;
-    case DataType::kFloat8e5m2:
-      specials = {0x7e, 0xfe, 0x7d, 0x7c, 0xfc, 0x80, 0, 0x01, 0x83, 0x7b, 0xfb};
-      break;
-    case DataType::kInt8:
-    case DataType::kUint8:
-      specials = {0, 0x7f, 0x80, 0xff, 1};
-      break;
-    case DataType::kInt32:
-    case DataType::kUint32:
-      specials = {0, 0x7fffffff, 0x80000000, 0xffffffff, 1};
-      break;
-    case DataType::kInt64:
-    case DataType::kUint64:
-      specials = {0, 0x7fffffffffffffff, 0x8000000000000000, 0xffffffffffffffff, 1};
-      break;
-  }
-  for (size_t i = 0; i < n && i < specials.size() * 3; i += 1 + rng() % 3) put(i, specials[rng() % specials.size()]);
-  return v;
-}
-
 // Device buffers of one placement, with the bytes copied in and out through the backend.
 class Buffers {
  public:
@@ -474,31 +403,6 @@ class Buffers {
   HostRegistration* reg_ = nullptr;
 };
 
-// Whether an element of a floating type is a NaN (false for integers).
-bool isNanElem(DataType dtype, const uint8_t* p) {
-  uint64_t v = 0;
-  std::memcpy(&v, p, dataTypeSize(dtype));
-  switch (dtype) {
-    case DataType::kFloat16:
-      return std::isnan(fmt16::halfToFloat(static_cast<uint16_t>(v)));
-    case DataType::kBfloat16:
-      return std::isnan(fmt16::bf16ToFloat(static_cast<uint16_t>(v)));
-    case DataType::kFloat8e4m3:
-      return std::isnan(fmt16::fp8e4m3ToFloat(static_cast<uint8_t>(v)));
-    case DataType::kFloat8e5m2:
-      return std::isnan(fmt16::fp8e5m2ToFloat(static_cast<uint8_t>(v)));
-    case DataType::kFloat32:
-      return std::isnan(fmt16::bitsFloat(static_cast<uint32_t>(v)));
-    case DataType::kFloat64: {
-      double d;
-      std::memcpy(&d, &v, 8);
-      return std::isnan(d);
-    }
-    default:
-      return false;
-  }
-}
-
 class OpenclBackendReduceTest : public OpenclBackendTest, public ::testing::WithParamInterface<Placement> {};
 
 std::string hexElem(const uint8_t* p, size_t size) {
@@ -537,8 +441,8 @@ TEST_P(OpenclBackendReduceTest, MatchesHostBitForBit) {
           SCOPED_TRACE(std::string(placementName(placement)) + " " + dataTypeName(dtype) + " " + redOpName(spec.op) +
                        " count " + std::to_string(count) + " a " + (hasA ? "yes" : "no") + " pre " +
                        (pre ? "yes" : "no") + " post " + (post ? "yes" : "no"));
-          const auto a = randomData(dtype, count, rng);
-          const auto b = randomData(dtype, count, rng);
+          const auto a = testing::randomElements(static_cast<int>(dtype), count, rng);
+          const auto b = testing::randomElements(static_cast<int>(dtype), count, rng);
           std::vector<uint8_t> want(bytes);
           ASSERT_EQ(host::reduce(want.data(), hasA ? a.data() : nullptr, b.data(), count, spec, true, true),
                     Result::kSuccess);
@@ -553,9 +457,12 @@ TEST_P(OpenclBackendReduceTest, MatchesHostBitForBit) {
           // depends on its compiler's operand order (opencl_kernels.cc); there both must be NaN.
           for (size_t i = 0; i < count; ++i) {
             if (std::memcmp(&got[i * size], &want[i * size], size) == 0) continue;
-            const bool twoNans =
-                hasA && (op == 0 || op == 1) && isNanElem(dtype, &a[i * size]) && isNanElem(dtype, &b[i * size]);
-            if (twoNans && isNanElem(dtype, &got[i * size]) && isNanElem(dtype, &want[i * size])) continue;
+            const bool twoNans = hasA && (op == 0 || op == 1) &&
+                                 testing::isNanElement(static_cast<int>(dtype), &a[i * size]) &&
+                                 testing::isNanElement(static_cast<int>(dtype), &b[i * size]);
+            if (twoNans && testing::isNanElement(static_cast<int>(dtype), &got[i * size]) &&
+                testing::isNanElement(static_cast<int>(dtype), &want[i * size]))
+              continue;
             FAIL() << "first difference at element " << i << ": a " << (hasA ? hexElem(&a[i * size], size) : "-")
                    << " b " << hexElem(&b[i * size], size) << " -> opencl " << hexElem(&got[i * size], size) << " host "
                    << hexElem(&want[i * size], size);
@@ -589,8 +496,8 @@ TEST_F(OpenclBackendTest, ReduceInPlace) {
   std::mt19937_64 rng(99);
   for (DataType dtype : {DataType::kFloat16, DataType::kInt32, DataType::kFloat8e4m3}) {
     const size_t size = dataTypeSize(dtype);
-    const auto a = randomData(dtype, n, rng);
-    const auto b = randomData(dtype, n, rng);
+    const auto a = testing::randomElements(static_cast<int>(dtype), n, rng);
+    const auto b = testing::randomElements(static_cast<int>(dtype), n, rng);
     ReduceSpec spec;
     spec.dtype = dtype;
     spec.op = RedOpKind::kMax;
