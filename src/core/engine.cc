@@ -58,16 +58,16 @@ bool writesOutput(const Op& op) {
 
 bool isQueued(const Op& op) { return op.stream != nullptr && (op.comm->backend()->caps().flags & kCapAsync) != 0; }
 
-Result checkQueuedOp(const Op& op) {
+Result checkBuffers(const Op& op, bool queued) {
   DeviceBackend* dev = op.comm->backend();
-  MIXCCL_TRY(dev->checkStream(op.stream));
+  if (queued) MIXCCL_TRY(dev->checkStream(op.stream));
   if (op.count == 0) return Result::kSuccess;
   const struct {
     bool used;
     const void* ptr;
     const char* name;
   } bufs[] = {{readsInput(op), op.input, "sendbuff"}, {writesOutput(op), op.output, "recvbuff"}};
-  const bool hostOk = (dev->caps().flags & kCapHostMemory) != 0;
+  const bool hostOk = !queued || (dev->caps().flags & kCapHostMemory) != 0;
   for (const auto& b : bufs) {
     if (!b.used || b.ptr == nullptr) continue;
     const MemKind kind = dev->memKind(b.ptr);

@@ -45,9 +45,11 @@ class Communicator;
 // True when `op` goes through the engine (see above).
 bool isQueued(const Op& op);
 
-// The buffers of a queued operation must be memory its backend can reach (device_backend.h):
-// kInvalidArgument naming the argument otherwise, and for a stream the backend cannot use.
-Result checkQueuedOp(const Op& op);
+// The buffers of an operation must be memory its backend can reach (device_backend.h): a queued
+// one's must be device memory (or host memory, with kCapHostMemory), and its stream one the backend
+// can use; a synchronous one's anything but MemKind::kUnknown (a device pointer with the host
+// backend). kInvalidArgument naming the argument otherwise.
+Result checkBuffers(const Op& op, bool queued);
 
 class Engine {
  public:

@@ -188,7 +188,7 @@ Result simulateEnd(double* estimatedSeconds) {
 
 Result submit(std::unique_ptr<Op> op) {
   Result r = prepareOp(op.get());
-  if (r == Result::kSuccess && isQueued(*op)) r = checkQueuedOp(*op);
+  if (r == Result::kSuccess) r = checkBuffers(*op, isQueued(*op));
   if (r != Result::kSuccess) return noteError(r);
   if (tGroup.depth > 0) {
     tGroup.ops.push_back(std::move(op));

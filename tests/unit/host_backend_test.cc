@@ -5,11 +5,14 @@
 // interface (the transforms' apply flags), argument checks and the no-op stream calls.
 
 #include <gtest/gtest.h>
+#include <nccl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstdint>
 #include <cstring>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "src/device/device_backend.h"
@@ -28,6 +31,32 @@ TEST_F(HostBackendTest, NameAndMemKind) {
   int local = 0;
   EXPECT_EQ(dev_->memKind(&local), MemKind::kHost);
   EXPECT_EQ(dev_->memKind(nullptr), MemKind::kHost);
+}
+
+// Memory the CPU cannot read (a GPU's device pointer looks like this to a process without its
+// runtime) is kUnknown, also after the readable pages were seen, and a collective refuses it.
+TEST_F(HostBackendTest, UnreadableMemoryIsUnknownAndRefused) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  void* none = mmap(nullptr, page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(none, MAP_FAILED);
+  std::vector<float> ok(64, 1.0f);
+  EXPECT_EQ(dev_->memKind(ok.data()), MemKind::kHost);
+  EXPECT_EQ(dev_->memKind(none), MemKind::kUnknown);
+  EXPECT_EQ(dev_->memKind(static_cast<char*>(none) + 100), MemKind::kUnknown);
+  EXPECT_EQ(dev_->memKind(ok.data()), MemKind::kHost);
+
+  ncclComm_t comm = nullptr;
+  int dev = 0;
+  ASSERT_EQ(ncclCommInitAll(&comm, 1, &dev), ncclSuccess);
+  EXPECT_EQ(ncclAllReduce(none, ok.data(), 16, ncclFloat32, ncclSum, comm, nullptr), ncclInvalidArgument);
+  const std::string msg = ncclGetLastError(comm);
+  EXPECT_NE(msg.find("sendbuff"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("neither host memory"), std::string::npos) << msg;
+  EXPECT_EQ(ncclAllReduce(ok.data(), none, 16, ncclFloat32, ncclSum, comm, nullptr), ncclInvalidArgument);
+  EXPECT_EQ(ncclAllReduce(ok.data(), ok.data(), 16, ncclFloat32, ncclSum, comm, nullptr), ncclSuccess);
+  EXPECT_EQ(ok[0], 1.0f);
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+  munmap(none, page);
 }
 
 TEST_F(HostBackendTest, AllocationsAreAlignedAndUsable) {

@@ -2,6 +2,7 @@
 // SPDX-FileCopyrightText: 2026 The mixccl authors
 #include "src/device/host/host_backend.h"
 
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -44,6 +45,27 @@ Result alignedAlloc(size_t bytes, void** ptr, const char* what) {
 }
 
 }  // namespace
+
+MemKind HostBackend::memKind(const void* ptr) const {
+  if (ptr == nullptr) return MemKind::kHost;
+  const uintptr_t page = reinterpret_cast<uintptr_t>(ptr) & ~(pageSize() - 1);
+  constexpr int kRecent = 8;
+  thread_local uintptr_t recent[kRecent] = {};
+  thread_local unsigned next = 0;
+  for (uintptr_t p : recent) {
+    if (p == page) return MemKind::kHost;
+  }
+  // Reading our own memory through the kernel reports EFAULT for an unreadable address instead of
+  // a SIGSEGV. Where the call itself is refused (seccomp, EPERM/ENOSYS) nothing can be told.
+  char byte = 0;
+  iovec local{&byte, 1};
+  iovec remote{const_cast<void*>(ptr), 1};
+  if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != 1) {
+    return errno == EFAULT ? MemKind::kUnknown : MemKind::kHost;
+  }
+  recent[next++ % kRecent] = page;
+  return MemKind::kHost;
+}
 
 Result HostBackend::alloc(size_t bytes, void** ptr) { return alignedAlloc(bytes, ptr, "host alloc"); }
 

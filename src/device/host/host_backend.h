@@ -6,9 +6,11 @@
 // to get one). Everything is synchronous: copy() and reduce() are complete when they return, the
 // stream handle is ignored (it may be NULL) and the stream-ordering calls do nothing.
 //
-// memKind() answers kHost for every pointer: without a device runtime in the process there is no
-// way to tell a host pointer from anything else, and every pointer this backend can see is one the
-// CPU can dereference. A vendor backend answers the real question for its own memory.
+// memKind() answers kHost for every pointer the CPU can read, and kUnknown for one it cannot (a
+// GPU's device pointer in a program that links mixccl in place of NCCL, a freed mapping): the API
+// refuses those with a message instead of crashing in a kernel. Without a device runtime in the
+// process there is no telling more; the probe is one process_vm_readv of the first byte, and the
+// pages found readable are remembered per thread, so buffers reused call after call cost nothing.
 //
 // Allocations are 64-byte aligned (a cache line and a full AVX-512 vector), and page aligned from
 // one page up so large buffers start on a page boundary (cheaper to register with NICs, and they
@@ -31,7 +33,7 @@ class HostBackend final : public DeviceBackend {
   const char* vendor() const override { return "mixccl"; }
   uint32_t wireId() const override { return 0; }
   BackendCaps caps() const override;
-  MemKind memKind(const void* ptr) const override { return MemKind::kHost; }
+  MemKind memKind(const void* ptr) const override;
   Result checkStream(void* stream) const override { return Result::kSuccess; }
 
   Result alloc(size_t bytes, void** ptr) override;
