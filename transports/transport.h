@@ -100,6 +100,9 @@ class Transport {
   static constexpr size_t kMaxBlobBytes = 64;
 };
 
+// The factories of the built-in transports. The core finds transports through the generated
+// registry (transports/registry.h) and never names these; they are declared here for the tests
+// that drive one transport directly. A new transport needs no line here.
 std::unique_ptr<Transport> makeShmTransport(const TransportContext& ctx);
 std::unique_ptr<Transport> makeTcpTransport(const TransportContext& ctx);
 

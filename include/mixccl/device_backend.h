@@ -70,6 +70,7 @@ extern "C" {
 #define MIXCCL_DEVICE_CAP_ASYNC 0x1u        /* work on a queue completes after the call returns */
 #define MIXCCL_DEVICE_CAP_RNE_ROUNDING 0x2u /* narrow floats round to nearest even */
 #define MIXCCL_DEVICE_CAP_FP8_SATURATE 0x4u /* fp8 results saturate to the largest finite value */
+#define MIXCCL_DEVICE_CAP_HOST_MEMORY 0x8u  /* queued work may use host (malloc) user buffers directly */
 
 /* Wire ids below this are mixccl's built-in backends (0 host, 1 opencl, 2 cuda). */
 #define MIXCCL_DEVICE_BACKEND_FIRST_PLUGIN_WIRE_ID 0x100u

@@ -15,6 +15,7 @@
 #include "common/version.h"
 #include "src/core/engine.h"
 #include "src/device/select.h"
+#include "transports/registry.h"
 
 namespace mixccl {
 
@@ -33,7 +34,7 @@ Communicator::~Communicator() {
   // Connections before transports (a connection may refer to its transport's state).
   sendConns_.clear();
   recvConns_.clear();
-  for (auto& t : transports_) t.reset();
+  transports_.clear();
   bootstrap_.reset();
 }
 
@@ -86,8 +87,18 @@ Result Communicator::init(const UniqueIdData& id) {
                   "MIXCCL_CHUNK_SIZE=%zu / MIXCCL_FIFO_DEPTH=%d out of range (4 KiB..1 GiB, 1..1024)", ctx.slotBytes,
                   ctx.fifoDepth);
     }
-    transports_[kTransportShm] = makeShmTransport(ctx);
-    transports_[kTransportTcp] = makeTcpTransport(ctx);
+    size_t numTransports = 0;
+    const TransportComponent* registered = builtinTransports(&numTransports);
+    for (size_t i = 0; i < numTransports; ++i) {
+      TransportSlot slot;
+      slot.name = registered[i].name;
+      slot.transport = registered[i].make(ctx);
+      if (!slot.transport) {
+        return fail(Result::kSystemError, "rank %d could not create the %s transport (out of memory?)", rank_,
+                    slot.name);
+      }
+      transports_.push_back(std::move(slot));
+    }
 
     PeerInfo self;
     self.protocolVersion = kProtocolVersion;
@@ -96,14 +107,26 @@ Result Communicator::init(const UniqueIdData& id) {
     self.pid = getpid();
     self.hostHash = localHostHash();
     self.host = localHostName();
-    for (int t = 0; t < kNumTransports; ++t) MIXCCL_TRY(transports_[t]->listen(&self.blobs[t]));
+    for (TransportSlot& slot : transports_) {
+      PeerTransportInfo t;
+      t.name = slot.name;
+      MIXCCL_TRY(slot.transport->listen(&t.blob));
+      self.transports.push_back(std::move(t));
+    }
+    const BackendCaps caps = backend_->caps();
+    self.backend.wireId = backend_->wireId();
+    self.backend.name = backend_->name();
+    self.backend.dtypes = caps.dtypes;
+    self.backend.ops = caps.ops;
+    self.backend.flags = caps.flags;
 
+    // Every rank contributes a record of the same fixed capacity (PROTOCOL.md, "Peer info").
     std::vector<uint8_t> table(PeerInfo::kWireBytes * nranks_);
-    self.encode(table.data() + PeerInfo::kWireBytes * rank_);
+    MIXCCL_TRY(self.encode(table.data() + PeerInfo::kWireBytes * rank_, PeerInfo::kWireBytes));
     MIXCCL_TRY(bootstrap_->allGather(table.data(), PeerInfo::kWireBytes));
     peers_.resize(nranks_);
     for (int p = 0; p < nranks_; ++p) {
-      MIXCCL_TRY(PeerInfo::decode(table.data() + PeerInfo::kWireBytes * p, &peers_[p]));
+      MIXCCL_TRY(PeerInfo::decode(table.data() + PeerInfo::kWireBytes * p, PeerInfo::kWireBytes, p, &peers_[p]));
       if (peers_[p].protocolVersion != kProtocolVersion || peers_[p].rank != p || peers_[p].nranks != nranks_) {
         return fail(Result::kInvalidUsage,
                     "rank %d (host %s, pid %d) speaks protocol %u as rank %d of %d; this rank speaks protocol %u as "
@@ -115,15 +138,18 @@ Result Communicator::init(const UniqueIdData& id) {
     localRanks_ = 0;
     for (const PeerInfo& p : peers_) localRanks_ += p.hostHash == peers_[rank_].hostHash ? 1 : 0;
     std::vector<TransportPeer> tpeers(nranks_);
-    for (int t = 0; t < kNumTransports; ++t) {
+    for (TransportSlot& slot : transports_) {
+      slot.published.assign(nranks_, false);
       for (int p = 0; p < nranks_; ++p) {
+        const PeerTransportInfo* t = peers_[p].transport(slot.name);
+        slot.published[p] = t != nullptr;
         tpeers[p].rank = p;
         tpeers[p].hostHash = peers_[p].hostHash;
         tpeers[p].pid = peers_[p].pid;
         tpeers[p].host = peers_[p].host;
-        tpeers[p].blob = peers_[p].blobs[t];
+        tpeers[p].blob = t ? t->blob : std::vector<uint8_t>{};  // empty: that rank's build lacks it
       }
-      MIXCCL_TRY(transports_[t]->setPeers(tpeers));
+      MIXCCL_TRY(slot.transport->setPeers(tpeers));
     }
     sendConns_.resize(static_cast<size_t>(nranks_) * kNumLanes);
     recvConns_.resize(static_cast<size_t>(nranks_) * kNumLanes);
@@ -144,21 +170,26 @@ Result Communicator::init(const UniqueIdData& id) {
   return Result::kSuccess;
 }
 
+// Both ends of a pair decide alone from the same records, so the choice must not depend on the
+// order a build registered its transports in: highest canConnect() score, ties to the lower name.
 Result Communicator::pickTransport(int peer, Transport** out) {
   int best = 0;
+  const char* bestName = nullptr;
   *out = nullptr;
-  for (auto& t : transports_) {
-    int score = t ? t->canConnect(peer) : 0;
-    if (score > best) {
+  for (TransportSlot& slot : transports_) {
+    if (!slot.published[peer]) continue;
+    const int score = slot.transport->canConnect(peer);
+    if (score > best || (score == best && score > 0 && strcmp(slot.name, bestName) < 0)) {
       best = score;
-      *out = t.get();
+      bestName = slot.name;
+      *out = slot.transport.get();
     }
   }
   if (*out == nullptr) {
     return fail(Result::kSystemError,
-                "no transport can reach rank %d (host %s) from rank %d: check NCCL_SHM_DISABLE "
-                "and NCCL_SOCKET_IFNAME",
-                peer, peers_[peer].host.c_str(), rank_);
+                "no transport can reach rank %d (host %s) from rank %d (transports here: %s): check "
+                "NCCL_SHM_DISABLE and NCCL_SOCKET_IFNAME",
+                peer, peers_[peer].host.c_str(), rank_, builtinTransportNames().c_str());
   }
   return Result::kSuccess;
 }
@@ -188,9 +219,7 @@ Result Communicator::recvConnection(int peer, int lane, RecvConnection** out) {
 }
 
 Result Communicator::progressTransports() {
-  for (auto& t : transports_) {
-    if (t) MIXCCL_TRY(t->progress());
-  }
+  for (TransportSlot& slot : transports_) MIXCCL_TRY(slot.transport->progress());
   return Result::kSuccess;
 }
 

@@ -197,7 +197,14 @@ class Communicator {
   DeviceBackend* backend_ = nullptr;  // the process's backend (select.h), not owned
   std::unique_ptr<Bootstrap> bootstrap_;
   std::vector<PeerInfo> peers_;
-  std::unique_ptr<Transport> transports_[kNumTransports];
+  // One per built-in transport (transports/registry.h); published[p]: rank p's peer info lists
+  // this transport, so the pair may use it (both ends see the same two records, so they agree).
+  struct TransportSlot {
+    const char* name = nullptr;  // wire name
+    std::unique_ptr<Transport> transport;
+    std::vector<bool> published;
+  };
+  std::vector<TransportSlot> transports_;
   // [peer * kNumLanes + lane]
   std::vector<std::unique_ptr<SendConnection>> sendConns_;
   std::vector<std::unique_ptr<RecvConnection>> recvConns_;
@@ -209,6 +216,7 @@ class Communicator {
 };
 
 // The protocol version this build speaks (PROTOCOL.md); all ranks of a communicator must agree.
-constexpr uint32_t kProtocolVersion = 3;  // 2: stamped messages, shm closed flags; 3: per-run shm names
+// 2: stamped messages, shm closed flags; 3: per-run shm names; 4: versioned, length-prefixed peer info
+constexpr uint32_t kProtocolVersion = 4;
 
 }  // namespace mixccl

@@ -67,8 +67,18 @@ Result checkQueuedOp(const Op& op) {
     const void* ptr;
     const char* name;
   } bufs[] = {{readsInput(op), op.input, "sendbuff"}, {writesOutput(op), op.output, "recvbuff"}};
+  const bool hostOk = (dev->caps().flags & kCapHostMemory) != 0;
   for (const auto& b : bufs) {
-    if (!b.used || b.ptr == nullptr || dev->memKind(b.ptr) != MemKind::kUnknown) continue;
+    if (!b.used || b.ptr == nullptr) continue;
+    const MemKind kind = dev->memKind(b.ptr);
+    if (kind == MemKind::kDevice || (kind == MemKind::kHost && hostOk)) continue;
+    if (kind == MemKind::kHost) {
+      return fail(Result::kInvalidArgument,
+                  "%s on rank %d: %s %p is not memory of the %s backend's device (host memory, or another "
+                  "context's): a call on a stream needs device buffers; allocate them with ncclMemAlloc, or pass a "
+                  "NULL stream to run on host memory synchronously",
+                  collName(op.kind), op.comm->rank(), b.name, b.ptr, dev->name());
+    }
     return fail(Result::kInvalidArgument,
                 "%s on rank %d: %s %p is neither host memory nor memory of the %s backend (another device, "
                 "context or process?): allocate it with ncclMemAlloc or the device runtime of this communicator",

@@ -12,42 +12,211 @@
 
 namespace mixccl {
 
-void PeerInfo::encode(uint8_t* out) const {
-  WireWriter w(out, kWireBytes);
-  w.u32(protocolVersion);
-  w.u32(static_cast<uint32_t>(rank));
-  w.u32(static_cast<uint32_t>(nranks));
-  w.u32(static_cast<uint32_t>(pid));
-  w.u64(hostHash);
-  w.u32(backend);
-  w.u32(0);  // reserved
-  w.fixedString(host, kHostBytes);
-  for (const auto& blob : blobs) {
-    w.u32(static_cast<uint32_t>(blob.size()));
-    w.bytes(blob.data(), blob.size(), Transport::kMaxBlobBytes);
-  }
+namespace {
+
+// Offsets of the header and facts (PROTOCOL.md, "Peer info").
+constexpr size_t kOffMagic = 0;
+constexpr size_t kOffFormat = 4;
+constexpr size_t kOffFactsEnd = 6;
+constexpr size_t kOffUsed = 8;
+constexpr size_t kOffProtocol = 12;
+constexpr size_t kOffRank = 16;
+constexpr size_t kOffNranks = 20;
+constexpr size_t kOffPid = 24;
+constexpr size_t kOffHostHash = 32;
+constexpr size_t kOffHost = 40;
+static_assert(kOffHost + PeerInfo::kHostBytes == PeerInfo::kFactsEnd);
+
+// Callers check bounds before every access, so these never see a short buffer.
+void put(uint8_t* p, uint64_t v, int n) {
+  for (int i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+uint64_t get(const uint8_t* p, int n) {
+  uint64_t v = 0;
+  for (int i = 0; i < n; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
+  return v;
+}
+size_t padded(size_t n) { return (n + 3) & ~size_t{3}; }
+
+// A name field: 1..kNameBytes-1 bytes, NUL-padded. Returns false when it is empty or unterminated.
+bool readName(const uint8_t* p, std::string* out) {
+  const char* s = reinterpret_cast<const char*>(p);
+  size_t n = strnlen(s, PeerInfo::kNameBytes);
+  if (n == 0 || n == PeerInfo::kNameBytes) return false;
+  out->assign(s, n);
+  return true;
+}
+bool nameFits(const std::string& name) {
+  return !name.empty() && name.size() < PeerInfo::kNameBytes && name.find('\0') == std::string::npos;
 }
 
-Result PeerInfo::decode(const uint8_t* in, PeerInfo* out) {
-  WireReader r(in, kWireBytes);
-  out->protocolVersion = r.u32();
-  out->rank = static_cast<int32_t>(r.u32());
-  out->nranks = static_cast<int32_t>(r.u32());
-  out->pid = static_cast<int32_t>(r.u32());
-  out->hostHash = r.u64();
-  out->backend = r.u32();
-  (void)r.u32();
-  out->host = r.fixedString(kHostBytes);
-  for (auto& blob : out->blobs) {
-    uint32_t n = r.u32();
-    if (n > Transport::kMaxBlobBytes) {
-      return fail(Result::kRemoteError,
-                  "peer info of rank %d carries a %u-byte transport blob (max %zu): corrupt or "
-                  "incompatible peer",
-                  out->rank, n, Transport::kMaxBlobBytes);
+}  // namespace
+
+const PeerTransportInfo* PeerInfo::transport(const std::string& name) const {
+  for (const PeerTransportInfo& t : transports) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
+size_t PeerInfo::encodedBytes() const {
+  size_t n = kFactsEnd;
+  for (const PeerTransportInfo& t : transports) n += kFieldHeaderBytes + padded(kNameBytes + t.blob.size());
+  return n + kFieldHeaderBytes + padded(kBackendValueBytes);
+}
+
+Result PeerInfo::encode(uint8_t* out, size_t cap) const {
+  for (size_t i = 0; i < transports.size(); ++i) {
+    const PeerTransportInfo& t = transports[i];
+    if (!nameFits(t.name) || t.blob.size() > Transport::kMaxBlobBytes) {
+      return fail(Result::kInternalError,
+                  "peer info of rank %d: transport '%s' has a %zu-byte name and a %zu-byte blob (limits 1..%zu and "
+                  "%zu)",
+                  rank, t.name.c_str(), t.name.size(), t.blob.size(), kNameBytes - 1, Transport::kMaxBlobBytes);
     }
-    blob.assign(r.here(), r.here() + n);
-    r.skip(Transport::kMaxBlobBytes);
+    for (size_t j = 0; j < i; ++j) {
+      if (transports[j].name == t.name) {
+        return fail(Result::kInternalError, "peer info of rank %d lists transport '%s' twice", rank, t.name.c_str());
+      }
+    }
+  }
+  if (!nameFits(backend.name)) {
+    return fail(Result::kInternalError, "peer info of rank %d: device backend name '%s' must be 1..%zu bytes", rank,
+                backend.name.c_str(), kNameBytes - 1);
+  }
+  const size_t used = encodedBytes();
+  if (used > cap) {
+    return fail(Result::kInternalError,
+                "peer info of rank %d needs %zu bytes but the record holds %zu: raise PeerInfo::kWireBytes (a wire "
+                "change: bump kProtocolVersion)",
+                rank, used, cap);
+  }
+  memset(out, 0, cap);
+  put(out + kOffMagic, kMagic, 4);
+  put(out + kOffFormat, kFormatVersion, 2);
+  put(out + kOffFactsEnd, kFactsEnd, 2);
+  put(out + kOffUsed, used, 4);
+  put(out + kOffProtocol, protocolVersion, 4);
+  put(out + kOffRank, static_cast<uint32_t>(rank), 4);
+  put(out + kOffNranks, static_cast<uint32_t>(nranks), 4);
+  put(out + kOffPid, static_cast<uint32_t>(pid), 4);
+  put(out + kOffHostHash, hostHash, 8);
+  memcpy(out + kOffHost, host.data(), host.size() < kHostBytes ? host.size() : kHostBytes - 1);
+  size_t at = kFactsEnd;
+  for (const PeerTransportInfo& t : transports) {
+    put(out + at, kFieldTransport, 2);
+    put(out + at + 2, kNameBytes + t.blob.size(), 2);
+    memcpy(out + at + kFieldHeaderBytes, t.name.data(), t.name.size());
+    if (!t.blob.empty()) memcpy(out + at + kFieldHeaderBytes + kNameBytes, t.blob.data(), t.blob.size());
+    at += kFieldHeaderBytes + padded(kNameBytes + t.blob.size());
+  }
+  put(out + at, kFieldBackend, 2);
+  put(out + at + 2, kBackendValueBytes, 2);
+  uint8_t* v = out + at + kFieldHeaderBytes;
+  put(v, backend.wireId, 4);
+  memcpy(v + 4, backend.name.data(), backend.name.size());
+  put(v + 4 + kNameBytes, backend.dtypes, 4);
+  put(v + 8 + kNameBytes, backend.ops, 4);
+  put(v + 12 + kNameBytes, backend.flags, 4);
+  memcpy(v + 16 + kNameBytes, backend.arithmeticHash.data(), backend.arithmeticHash.size());
+  return Result::kSuccess;
+}
+
+Result PeerInfo::decode(const uint8_t* in, size_t len, int slot, PeerInfo* out) {
+  *out = PeerInfo{};
+  if (len < kFactsEnd) {
+    return fail(Result::kInternalError, "peer info of rank %d: a %zu-byte buffer is shorter than the %zu-byte header",
+                slot, len, kFactsEnd);
+  }
+  const uint32_t magic = static_cast<uint32_t>(get(in + kOffMagic, 4));
+  if (magic != kMagic) {
+    // Builds before lane protocol 4 sent a fixed record that starts with their protocol version.
+    if (magic >= 1 && magic <= 3) {
+      return fail(Result::kInvalidUsage,
+                  "rank %d runs an older mixccl (lane protocol %u, fixed peer-info records); this rank needs "
+                  "versioned ones: run a compatible mixccl build on every rank",
+                  slot, magic);
+    }
+    return fail(Result::kRemoteError,
+                "peer info of rank %d does not start with the MXPI magic (0x%08x): corrupt, or not a mixccl peer", slot,
+                magic);
+  }
+  const uint32_t format = static_cast<uint32_t>(get(in + kOffFormat, 2));
+  if (format != kFormatVersion) {
+    return fail(Result::kInvalidUsage,
+                "rank %d writes peer-info format %u; this build reads format %u: run a compatible mixccl build on "
+                "every rank",
+                slot, format, kFormatVersion);
+  }
+  const size_t factsEnd = static_cast<size_t>(get(in + kOffFactsEnd, 2));
+  const size_t used = static_cast<size_t>(get(in + kOffUsed, 4));
+  if (used > len || used < kFactsEnd || factsEnd < kFactsEnd || factsEnd > used || factsEnd % 4 != 0) {
+    return fail(Result::kRemoteError,
+                "peer info of rank %d claims %zu bytes in use and fields from byte %zu, in a %zu-byte record (header "
+                "%zu bytes): corrupt or incompatible peer",
+                slot, used, factsEnd, len, kFactsEnd);
+  }
+  out->protocolVersion = static_cast<uint32_t>(get(in + kOffProtocol, 4));
+  out->rank = static_cast<int32_t>(get(in + kOffRank, 4));
+  out->nranks = static_cast<int32_t>(get(in + kOffNranks, 4));
+  out->pid = static_cast<int32_t>(get(in + kOffPid, 4));
+  out->hostHash = get(in + kOffHostHash, 8);
+  // The host field's last byte is ignored, so decode(encode(x)) == x for every name decode returns.
+  const char* host = reinterpret_cast<const char*>(in + kOffHost);
+  out->host.assign(host, strnlen(host, kHostBytes - 1));
+
+  bool haveBackend = false;
+  size_t at = factsEnd;  // facts a later format adds sit before factsEnd; this reader skips them
+  while (at < used) {
+    if (used - at < kFieldHeaderBytes) {
+      return fail(Result::kRemoteError, "peer info of rank %d: a field header at byte %zu is cut off at byte %zu", slot,
+                  at, used);
+    }
+    const uint16_t type = static_cast<uint16_t>(get(in + at, 2));
+    const size_t n = static_cast<size_t>(get(in + at + 2, 2));
+    const uint8_t* v = in + at + kFieldHeaderBytes;
+    if (padded(n) > used - at - kFieldHeaderBytes) {
+      return fail(Result::kRemoteError,
+                  "peer info of rank %d: field type %u at byte %zu claims %zu bytes, past the %zu bytes in use", slot,
+                  type, at, n, used);
+    }
+    if (type == kFieldTransport) {
+      PeerTransportInfo t;
+      if (n < kNameBytes || !readName(v, &t.name)) {
+        return fail(Result::kRemoteError, "peer info of rank %d: a transport field at byte %zu has no valid name", slot,
+                    at);
+      }
+      if (n - kNameBytes > Transport::kMaxBlobBytes) {
+        return fail(Result::kRemoteError,
+                    "peer info of rank %d carries a %zu-byte blob for transport '%s' (max %zu): corrupt or "
+                    "incompatible peer",
+                    slot, n - kNameBytes, t.name.c_str(), Transport::kMaxBlobBytes);
+      }
+      if (out->transport(t.name) != nullptr) {
+        return fail(Result::kRemoteError, "peer info of rank %d lists transport '%s' twice", slot, t.name.c_str());
+      }
+      t.blob.assign(v + kNameBytes, v + n);
+      out->transports.push_back(std::move(t));
+    } else if (type == kFieldBackend) {
+      // A longer value is a later version of this field: its first kBackendValueBytes keep their meaning.
+      if (n < kBackendValueBytes || haveBackend || !readName(v + 4, &out->backend.name)) {
+        return fail(Result::kRemoteError,
+                    "peer info of rank %d: the device-backend field at byte %zu is %s (%zu bytes, at least %zu)", slot,
+                    at, haveBackend ? "repeated" : "malformed", n, kBackendValueBytes);
+      }
+      haveBackend = true;
+      out->backend.wireId = static_cast<uint32_t>(get(v, 4));
+      out->backend.dtypes = static_cast<uint32_t>(get(v + 4 + kNameBytes, 4));
+      out->backend.ops = static_cast<uint32_t>(get(v + 8 + kNameBytes, 4));
+      out->backend.flags = static_cast<uint32_t>(get(v + 12 + kNameBytes, 4));
+      memcpy(out->backend.arithmeticHash.data(), v + 16 + kNameBytes, out->backend.arithmeticHash.size());
+    }
+    // Any other type is a field of a later build: skipped by its length.
+    at += kFieldHeaderBytes + padded(n);
+  }
+  if (!haveBackend) {
+    return fail(Result::kRemoteError,
+                "peer info of rank %d carries no device-backend field: corrupt or incompatible peer", slot);
   }
   return Result::kSuccess;
 }

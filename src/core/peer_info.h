@@ -3,36 +3,83 @@
 #pragma once
 
 // What each rank tells every other rank at init (exchanged with Bootstrap::allGather). The wire
-// form is fixed-size and little-endian (PROTOCOL.md, "Peer info"), so builds of other vendors and
-// architectures read it the same way.
+// form (PROTOCOL.md, "Peer info") is little-endian and versioned: a header with a magic, a format
+// version and the length in use, the fixed facts about the rank, then a list of length-prefixed
+// fields, one per transport (keyed by the transport's wire name) and one for the device backend.
+// A reader skips field types it does not know, so a new transport, backend or fact is a new
+// field, not a new layout, and the record keeps its size (kWireBytes) for every build.
+//
+// Decoding never trusts the bytes: every length is checked against the record before it is used,
+// and a malformed record is refused with kRemoteError naming the rank that sent it.
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "common/result.h"
+#include "src/device/device_backend.h"
 #include "transports/transport.h"
 
 namespace mixccl {
 
-// Transports in preference-independent, wire-visible order (index into PeerInfo::blobs).
-enum TransportId : int { kTransportShm = 0, kTransportTcp = 1, kNumTransports = 2 };
+// One transport's entry: the transport's wire name (transports/registry.h) and its listen() blob.
+struct PeerTransportInfo {
+  std::string name;
+  std::vector<uint8_t> blob;
+  bool operator==(const PeerTransportInfo&) const = default;
+};
+
+// The device backend a rank runs: its wire id (DeviceBackend::wireId), name, capabilities, and the
+// hash of its arithmetic (all zero until the arithmetic check fills it; PROTOCOL.md, "Arithmetic").
+struct PeerBackendInfo {
+  uint32_t wireId = 0;
+  std::string name;
+  uint32_t dtypes = 0;  // BackendCaps::dtypes
+  uint32_t ops = 0;     // BackendCaps::ops
+  uint32_t flags = 0;   // BackendCaps::flags
+  std::array<uint8_t, 32> arithmeticHash{};
+  bool operator==(const PeerBackendInfo&) const = default;
+};
 
 struct PeerInfo {
-  uint32_t protocolVersion = 0;
+  uint32_t protocolVersion = 0;  // the lane protocol (kProtocolVersion in communicator.h)
   int32_t rank = 0;
   int32_t nranks = 0;
   int32_t pid = 0;
   uint64_t hostHash = 0;
-  uint32_t backend = 0;  // 0 = host memory; vendor backends get their own ids (PROTOCOL.md)
-  std::string host;      // at most kHostBytes-1 characters on the wire
-  std::array<std::vector<uint8_t>, kNumTransports> blobs;
+  std::string host;                           // at most kHostBytes-1 characters on the wire
+  std::vector<PeerTransportInfo> transports;  // in the order the rank published them
+  PeerBackendInfo backend;
 
+  // The entry of the transport named `name`, or nullptr when the rank published none (a build
+  // without that transport).
+  const PeerTransportInfo* transport(const std::string& name) const;
+  bool operator==(const PeerInfo&) const = default;
+
+  // Wire layout constants (PROTOCOL.md, "Peer info").
+  static constexpr uint32_t kMagic = 0x4950584d;  // bytes "MXPI"
+  static constexpr uint16_t kFormatVersion = 1;
   static constexpr size_t kHostBytes = 64;
-  static constexpr size_t kWireBytes = 32 + kHostBytes + kNumTransports * (4 + Transport::kMaxBlobBytes);
-  void encode(uint8_t* out) const;
-  static Result decode(const uint8_t* in, PeerInfo* out);
+  static constexpr size_t kNameBytes = 16;        // a transport or backend name, NUL-padded
+  static constexpr size_t kFactsEnd = 104;        // header (16) + fixed facts (88): the first field
+  static constexpr size_t kFieldHeaderBytes = 4;  // u16 type, u16 value length
+  static constexpr uint16_t kFieldTransport = 1;
+  static constexpr uint16_t kFieldBackend = 2;
+  static constexpr size_t kBackendValueBytes = 4 + kNameBytes + 12 + 32;
+  // The record's fixed capacity: what every rank contributes to the allGather. Room for 10
+  // transports with full 64-byte blobs and the backend next to the facts; encode() fails
+  // (kInternalError) rather than truncate if a build ever outgrows it.
+  static constexpr size_t kWireBytes = 1024;
+
+  // Writes the record into out[0..cap) (cap >= the bytes in use; the rest is zeroed).
+  Result encode(uint8_t* out, size_t cap = kWireBytes) const;
+  // Reads the record in in[0..len) contributed by rank `slot` (the allGather position, named in
+  // messages; the record's own rank field is checked by the caller).
+  static Result decode(const uint8_t* in, size_t len, int slot, PeerInfo* out);
+  // The bytes encode() would use (header, facts and fields), at most kWireBytes for a valid record.
+  size_t encodedBytes() const;
 };
 
 // Identifies the machine: hostname plus kernel boot id, so containers with the same hostname on

@@ -65,6 +65,9 @@ struct BackendCaps {
 constexpr uint32_t kCapAsync = 1u << 0;        // work on a queue completes after the call returns
 constexpr uint32_t kCapRneRounding = 1u << 1;  // narrow floats round to nearest even
 constexpr uint32_t kCapFp8Saturate = 1u << 2;  // fp8 results saturate to the largest finite value
+// Queued work may use user buffers in host memory (MemKind::kHost) directly. Without it, a call
+// with a stream needs device memory (the engine refuses host buffers with kInvalidArgument).
+constexpr uint32_t kCapHostMemory = 1u << 3;
 
 // Opaque handles owned by the backend that made them.
 struct WorkQueue;

@@ -25,15 +25,6 @@ struct Choice {
   DeviceBackend* backend = nullptr;
 };
 
-std::string knownNames() {
-  std::string names;
-  for (const char* n : builtinBackendNames()) {
-    if (!names.empty()) names += ", ";
-    names += n;
-  }
-  return names;
-}
-
 Result create(const std::string& value, std::unique_ptr<DeviceBackend>* out) {
   const char* knob = config::name(config::Knob::kDeviceBackend);
   if (value.find('/') != std::string::npos) return loadPluginBackend(value.c_str(), out);
@@ -43,18 +34,18 @@ Result create(const std::string& value, std::unique_ptr<DeviceBackend>* out) {
     return fail(Result::kInvalidUsage,
                 "%s=cuda: mixccl was built without the CUDA backend; use one of: %s, or the path of a device "
                 "backend plugin",
-                knob, knownNames().c_str());
+                knob, builtinBackendNames().c_str());
   }
   if (name == "opencl") {
     return fail(Result::kInvalidUsage,
                 "%s=opencl: mixccl was built without the OpenCL backend (no OpenCL headers/ICD loader at build "
                 "time); use one of: %s, or the path of a device backend plugin",
-                knob, knownNames().c_str());
+                knob, builtinBackendNames().c_str());
   }
   return fail(Result::kInvalidArgument,
               "%s=%s: unknown device backend; known names: %s; a plugin is given by its path, which must contain '/' "
               "(e.g. ./libmybackend.so)",
-              knob, name.c_str(), knownNames().c_str());
+              knob, name.c_str(), builtinBackendNames().c_str());
 }
 
 Choice* choose() {

@@ -404,6 +404,29 @@ TEST(EngineTest, RefusesMemoryTheBackendCannotReach) {
   EXPECT_EQ(in[0], 1.0f);
 }
 
+// A backend without kCapHostMemory takes only its own memory on a stream; a NULL stream still runs
+// host buffers synchronously.
+TEST(EngineTest, DeviceOnlyBackendRefusesHostBuffersOnAStream) {
+  AsyncRanks ranks(1);
+  ASSERT_TRUE(ranks.ok());
+  AsyncBackend& be = ranks.backend(0);
+  be.setDeviceMemoryOnly(true);
+  UserStream s{be.makeStream()};
+  std::vector<float> host(16, 1.0f);
+  void* dev = nullptr;
+  ASSERT_EQ(be.alloc(16 * sizeof(float), &dev), Result::kSuccess);
+  EXPECT_EQ(ncclAllReduce(host.data(), dev, 16, ncclFloat32, ncclSum, ranks.comm(0), s), ncclInvalidArgument);
+  const std::string msg = ncclGetLastError(nullptr);
+  EXPECT_NE(msg.find("sendbuff"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("ncclMemAlloc"), std::string::npos) << msg;
+  EXPECT_EQ(be.gatesHeld(), 0);
+  EXPECT_EQ(ncclAllReduce(dev, dev, 16, ncclFloat32, ncclSum, ranks.comm(0), s), ncclSuccess);
+  EXPECT_TRUE(s->sync());
+  EXPECT_EQ(ncclAllReduce(host.data(), host.data(), 16, ncclFloat32, ncclSum, ranks.comm(0), nullptr), ncclSuccess);
+  EXPECT_EQ(host[0], 1.0f);
+  EXPECT_EQ(be.free(dev), Result::kSuccess);
+}
+
 // The work before the call never finishes: the start fence's deadline fails the batch, and the
 // stream is released all the same.
 TEST(EngineTest, DeadlineWhenStartNeverSignals) {

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -106,23 +107,30 @@ void bootstrapWire() {
   id.encode(ib.data());
   put(t, "unique_id_v6", with(3, ib));
   PeerInfo p;
-  p.protocolVersion = 1;
+  p.protocolVersion = 4;
   p.rank = 3;
   p.nranks = 4;
   p.pid = 4242;
   p.hostHash = 0x1122334455667788ull;
   p.host = "node-7";
-  p.blobs[kTransportTcp].assign(SocketAddress::kWireBytes, 0);
-  addr("10.0.0.7:41000").encode(p.blobs[kTransportTcp].data());
+  p.backend.name = "host";
+  p.backend.dtypes = 0x3ff;
+  p.backend.ops = 0x3f;
+  p.transports.push_back({"shm", {}});
+  p.transports.push_back({"tcp", Bytes(SocketAddress::kWireBytes, 0)});
+  addr("10.0.0.7:41000").encode(p.transports[1].blob.data());
   Bytes pb(PeerInfo::kWireBytes);
-  p.encode(pb.data());
+  if (p.encode(pb.data(), pb.size()) != Result::kSuccess) abort();
   put(t, "peer_info", with(4, pb));
   p.host = std::string(PeerInfo::kHostBytes - 1, 'h');
-  p.blobs[kTransportShm].assign(Transport::kMaxBlobBytes, 0x5a);
-  p.encode(pb.data());
+  p.transports[0].blob.assign(Transport::kMaxBlobBytes, 0x5a);
+  p.backend.name = std::string(PeerInfo::kNameBytes - 1, 'b');
+  p.backend.arithmeticHash.fill(0xa5);
+  for (int i = 0; i < 8; ++i) p.transports.push_back({"t" + std::to_string(i), Bytes(Transport::kMaxBlobBytes, 7)});
+  if (p.encode(pb.data(), pb.size()) != Result::kSuccess) abort();
   put(t, "peer_info_full", with(4, pb));
   // A host field without a terminator: decoded, it must re-encode to the same name.
-  memset(pb.data() + 32, 'h', PeerInfo::kHostBytes);
+  memset(pb.data() + 40, 'h', PeerInfo::kHostBytes);
   put(t, "peer_info_host_unterminated", with(4, pb));
   Bytes tb(2 * SocketAddress::kWireBytes);
   addr("10.0.0.1:1").encode(tb.data());

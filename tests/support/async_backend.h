@@ -123,6 +123,8 @@ class AsyncBackend : public DeviceBackend {
     streams_.push_back(std::make_unique<FakeStream>());
     return streams_.back().get();
   }
+  // Takes kCapHostMemory away, as a discrete device without host access would (or OpenCL).
+  void setDeviceMemoryOnly(bool only) { deviceOnly_ = only; }
   // Makes memKind() call [p, p+bytes) memory this backend cannot reach.
   void markForeign(const void* p) {
     std::lock_guard<std::mutex> lk(mu_);
@@ -139,6 +141,7 @@ class AsyncBackend : public DeviceBackend {
   BackendCaps caps() const override {
     BackendCaps c = host_->caps();
     c.flags |= kCapAsync;
+    if (deviceOnly_) c.flags &= ~kCapHostMemory;
     return c;
   }
   MemKind memKind(const void* ptr) const override {
@@ -248,6 +251,7 @@ class AsyncBackend : public DeviceBackend {
   std::vector<std::unique_ptr<FakeStream>> streams_;
   std::set<void*> allocs_;
   std::set<const void*> foreign_;
+  std::atomic<bool> deviceOnly_{false};
   std::atomic<int> gatesHeld_{0}, gatesReleased_{0}, gateTimeouts_{0}, queuesOpen_{0}, kernelErrors_{0};
 };
 

@@ -85,7 +85,7 @@ BackendCaps HostBackend::caps() const {
   BackendCaps c;
   c.dtypes = (1u << kNumDataTypes) - 1;
   c.ops = (1u << (static_cast<int>(RedOpKind::kPreMulSum) + 1)) - 1;
-  c.flags = kCapRneRounding | kCapFp8Saturate;
+  c.flags = kCapRneRounding | kCapFp8Saturate | kCapHostMemory;
   return c;
 }
 
