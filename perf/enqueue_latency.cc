@@ -106,8 +106,6 @@ int main(int argc, char** argv) {
 
   // Before any NCCL call: the library chooses its device backend once per process.
   setenv("MIXCCL_DEVICE_BACKEND", "opencl", 1);
-  ncclUniqueId id;
-  CHECK_NCCL(-1, ncclGetUniqueId(&id));
   cl_context ctx = nullptr;
   cl_device_id dev = nullptr;
   CHECK_NCCL(-1, mixcclOpenclGetContext(&ctx, &dev));
@@ -120,6 +118,9 @@ int main(int argc, char** argv) {
 
   for (size_t bytes : sizes) {
     for (bool burst : {false, true}) {
+      // A fresh communicator per size and mode: a unique id serves one ncclCommInitRank round.
+      ncclUniqueId id;
+      CHECK_NCCL(-1, ncclGetUniqueId(&id));
       Samples samples;
       std::vector<double> totalMs(nranks);
       std::vector<std::thread> threads;
