@@ -264,7 +264,8 @@ Result Runtime::init() {
   cl_bool unified = CL_FALSE;
   clGetDeviceInfo(device_, CL_DEVICE_TYPE, sizeof(type), &type, nullptr);
   clGetDeviceInfo(device_, CL_DEVICE_HOST_UNIFIED_MEMORY, sizeof(unified), &unified, nullptr);
-  zeroCopyHost_ = (type & CL_DEVICE_TYPE_CPU) != 0 || unified == CL_TRUE;
+  cpuDevice_ = (type & CL_DEVICE_TYPE_CPU) != 0;
+  zeroCopyHost_ = cpuDevice_ || unified == CL_TRUE;
   cl_uint alignBits = 0;
   if (clGetDeviceInfo(device_, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof(alignBits), &alignBits, nullptr) == CL_SUCCESS &&
       alignBits >= 8) {

@@ -85,6 +85,8 @@ class Runtime {
   // hostPtrAlign() bytes (CL_DEVICE_MEM_BASE_ADDR_ALIGN), or the implementation may copy.
   bool zeroCopyHost() const { return zeroCopyHost_; }
   size_t hostPtrAlign() const { return hostPtrAlign_; }
+  // The device runs on the host's own cores (POCL's pthread device, say).
+  bool cpuDevice() const { return cpuDevice_; }
   cl_command_queue internalQueue() const { return internalQueue_; }
   // The ICD dispatch-table pointer every object of this platform starts with (checkStream).
   const void* dispatch() const { return dispatch_; }
@@ -120,6 +122,7 @@ class Runtime {
   bool fineSvm_ = false;
   bool fp64_ = false;
   bool zeroCopyHost_ = false;
+  bool cpuDevice_ = false;
   size_t hostPtrAlign_ = 128;
   cl_command_queue internalQueue_ = nullptr;
   const void* dispatch_ = nullptr;
