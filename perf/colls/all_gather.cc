@@ -16,7 +16,7 @@ const CollDesc kAllGather = {
     .bwOfAllRanks = true,
     .busFactor = busFactorBlocks,
     .counts = gatherBlocks,
-    .call = [](const CallArgs& a) { return ncclAllGather(a.send, a.recv, a.count, a.type, a.comm, nullptr); },
+    .call = [](const CallArgs& a) { return ncclAllGather(a.send, a.recv, a.count, a.type, a.comm, a.stream); },
     .source =
         [](int, int, int, size_t param, size_t j) {
           return Source{Source::kMove, int(j / param), j % param};

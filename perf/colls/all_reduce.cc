@@ -16,7 +16,7 @@ const CollDesc kAllReduce = {
     .bwOfAllRanks = false,
     .busFactor = [](int n) { return 2.0 * (n - 1) / n; },
     .counts = wholeBuffer,
-    .call = [](const CallArgs& a) { return ncclAllReduce(a.send, a.recv, a.count, a.type, a.op, a.comm, nullptr); },
+    .call = [](const CallArgs& a) { return ncclAllReduce(a.send, a.recv, a.count, a.type, a.op, a.comm, a.stream); },
     .source =
         [](int, int, int, size_t, size_t j) {
           return Source{Source::kReduce, 0, j};

@@ -20,7 +20,7 @@ const CollDesc kAlltoAll = {
           const size_t per = count / n;
           return Counts{per * n, per * n, per, 0, 0};
         },
-    .call = [](const CallArgs& a) { return ncclAlltoAll(a.send, a.recv, a.count, a.type, a.comm, nullptr); },
+    .call = [](const CallArgs& a) { return ncclAlltoAll(a.send, a.recv, a.count, a.type, a.comm, a.stream); },
     .source =
         [](int rank, int, int, size_t param, size_t j) {
           return Source{Source::kMove, int(j / param), rank * param + j % param};

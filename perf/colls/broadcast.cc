@@ -16,7 +16,7 @@ const CollDesc kBroadcast = {
     .bwOfAllRanks = false,
     .busFactor = busFactorOne,
     .counts = wholeBuffer,
-    .call = [](const CallArgs& a) { return ncclBroadcast(a.send, a.recv, a.count, a.type, a.root, a.comm, nullptr); },
+    .call = [](const CallArgs& a) { return ncclBroadcast(a.send, a.recv, a.count, a.type, a.root, a.comm, a.stream); },
     .source =
         [](int, int, int root, size_t, size_t j) {
           return Source{Source::kMove, root, j};

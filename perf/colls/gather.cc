@@ -16,7 +16,7 @@ const CollDesc kGather = {
     .bwOfAllRanks = true,
     .busFactor = busFactorBlocks,
     .counts = gatherBlocks,
-    .call = [](const CallArgs& a) { return ncclGather(a.send, a.recv, a.count, a.type, a.root, a.comm, nullptr); },
+    .call = [](const CallArgs& a) { return ncclGather(a.send, a.recv, a.count, a.type, a.root, a.comm, a.stream); },
     .source =
         [](int rank, int, int root, size_t param, size_t j) {
           return rank == root ? Source{Source::kMove, int(j / param), j % param} : Source{};

@@ -17,7 +17,7 @@ const CollDesc kReduce = {
     .busFactor = busFactorOne,
     .counts = wholeBuffer,
     .call =
-        [](const CallArgs& a) { return ncclReduce(a.send, a.recv, a.count, a.type, a.op, a.root, a.comm, nullptr); },
+        [](const CallArgs& a) { return ncclReduce(a.send, a.recv, a.count, a.type, a.op, a.root, a.comm, a.stream); },
     .source =
         [](int rank, int, int root, size_t, size_t j) {
           return rank == root ? Source{Source::kReduce, 0, j} : Source{};

@@ -16,7 +16,8 @@ const CollDesc kReduceScatter = {
     .bwOfAllRanks = true,
     .busFactor = busFactorBlocks,
     .counts = scatterBlocks,
-    .call = [](const CallArgs& a) { return ncclReduceScatter(a.send, a.recv, a.count, a.type, a.op, a.comm, nullptr); },
+    .call =
+        [](const CallArgs& a) { return ncclReduceScatter(a.send, a.recv, a.count, a.type, a.op, a.comm, a.stream); },
     .source =
         [](int rank, int, int, size_t param, size_t j) {
           return Source{Source::kReduce, 0, rank * param + j};

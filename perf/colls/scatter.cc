@@ -16,7 +16,7 @@ const CollDesc kScatter = {
     .bwOfAllRanks = true,
     .busFactor = busFactorBlocks,
     .counts = scatterBlocks,
-    .call = [](const CallArgs& a) { return ncclScatter(a.send, a.recv, a.count, a.type, a.root, a.comm, nullptr); },
+    .call = [](const CallArgs& a) { return ncclScatter(a.send, a.recv, a.count, a.type, a.root, a.comm, a.stream); },
     .source =
         [](int rank, int, int root, size_t param, size_t j) {
           return Source{Source::kMove, root, rank * param + j};

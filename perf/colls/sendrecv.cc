@@ -13,8 +13,8 @@ ncclResult_t shift(const CallArgs& a) {
   const int from = (a.rank - 1 + a.nranks) % a.nranks;
   ncclResult_t r = ncclGroupStart();
   if (r != ncclSuccess) return r;
-  r = ncclSend(a.send, a.count, a.type, to, a.comm, nullptr);
-  const ncclResult_t r2 = ncclRecv(a.recv, a.count, a.type, from, a.comm, nullptr);
+  r = ncclSend(a.send, a.count, a.type, to, a.comm, a.stream);
+  const ncclResult_t r2 = ncclRecv(a.recv, a.count, a.type, from, a.comm, a.stream);
   const ncclResult_t r3 = ncclGroupEnd();
   return r != ncclSuccess ? r : r2 != ncclSuccess ? r2 : r3;
 }

@@ -36,6 +36,7 @@ struct CallArgs {
   int rank;
   int nranks;
   ncclComm_t comm;
+  cudaStream_t stream;  // NULL for host memory; a cl_command_queue for OpenCL ranks (-m)
 };
 
 // Where output element j of a rank comes from, for the checker.

@@ -19,6 +19,7 @@
 
 #include "perf/common/collective.h"
 #include "perf/common/launch.h"
+#include "perf/common/memory.h"
 #include "perf/common/options.h"
 #include "perf/common/report.h"
 #include "perf/common/values.h"
@@ -43,6 +44,14 @@ std::string shortHostName() {
   std::fflush(stdout);
   std::fprintf(stderr, "%s:%d rank %d: %s failed: %s (%s)\n", shortHostName().c_str(), getpid(), rank, what,
                ncclGetErrorString(r), ncclGetLastError(nullptr));
+  std::fflush(stderr);
+  std::_Exit(1);
+}
+
+// A failure outside NCCL (the rank's OpenCL queue, a copy to or from its buffers): same exit.
+[[noreturn]] void dieMemory(int rank, const std::string& what) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "%s:%d rank %d: %s\n", shortHostName().c_str(), getpid(), rank, what.c_str());
   std::fflush(stderr);
   std::_Exit(1);
 }
@@ -101,6 +110,8 @@ struct Job {
 struct RankRecord {
   int32_t rank, pid, device, pad;
   char host[64];
+  char bus[16];    // "host" or "opencl"
+  char name[112];  // what the rank's buffers are
 };
 
 class RankRunner {
@@ -115,6 +126,10 @@ class RankRunner {
 
   void run() {
     if (thread_ == 0) job_.watchdog->arm();  // init and the device lines count as the first row
+    const std::vector<MemKind>& pattern = o_.memPattern;
+    std::string error;
+    mem_ = makeRankMemory(pattern[static_cast<size_t>(rank_) % pattern.size()], &error);
+    if (!mem_) dieMemory(rank_, error);
     PERF_NCCL(rank_, ncclCommInitRank(&comm_, job_.nranks, job_.id, rank_));
     printDevices();
     if (printer()) printTableHeader();
@@ -147,6 +162,8 @@ class RankRunner {
       if (json && !json->write(o_.jsonPath, bwCount ? bwSum / bwCount : 0)) job_.exitCode = 1;
     }
     if (printer()) printFooter(errors, bwCount ? bwSum / bwCount : 0);
+    sync();
+    for (RankMemory::Buffer* b : {&send_, &recv_, &inPlace_}) mem_->release(*b);
     PERF_NCCL(rank_, ncclCommDestroy(comm_));
     if (errors) job_.exitCode = 1;
   }
@@ -191,11 +208,13 @@ class RankRunner {
     mine.pid = getpid();
     mine.device = device_;
     std::snprintf(mine.host, sizeof mine.host, "%s", shortHostName().c_str());
+    std::snprintf(mine.bus, sizeof mine.bus, "%s", mem_->bus().c_str());
+    std::snprintf(mine.name, sizeof mine.name, "%s", mem_->deviceName().c_str());
     std::vector<RankRecord> all(job_.nranks);
     PERF_NCCL(rank_, ncclAllGather(&mine, all.data(), sizeof mine, ncclUint8, comm_, nullptr));
     if (!printer()) return;
     std::vector<RankLine> lines;
-    for (const RankRecord& r : all) lines.push_back({r.rank, 0, r.pid, r.device, r.host});
+    for (const RankRecord& r : all) lines.push_back({r.rank, 0, r.pid, r.device, r.host, r.bus, r.name});
     std::vector<std::string> notes;
     if (std::getenv("NCCL_DEBUG") && job_.launch.launcher != "none") {
       notes.push_back("launcher " + job_.launch.launcher + ": " + std::to_string(job_.launch.nprocs) + " processes x " +
@@ -227,8 +246,23 @@ class RankRunner {
     return seconds;
   }
 
-  static void grow(std::vector<unsigned char>& v, size_t bytes) {
-    if (v.size() < bytes) v.resize(bytes);
+  void grow(RankMemory::Buffer& b, size_t bytes) {
+    std::string error;
+    if (!mem_->grow(b, bytes, &error)) dieMemory(rank_, error);
+  }
+  void upload(RankMemory::Buffer& b, size_t bytes) {
+    std::string error;
+    if (!mem_->upload(b, 0, bytes, &error)) dieMemory(rank_, error);
+  }
+  void download(RankMemory::Buffer& b, size_t offset, size_t bytes) {
+    std::string error;
+    if (!mem_->download(b, offset, bytes, &error)) dieMemory(rank_, error);
+  }
+  // Device ranks: the calls only enqueued their work on the stream; wait for it (nccl-tests'
+  // cudaStreamSynchronize). Host ranks: the calls completed at return.
+  void sync() {
+    std::string error;
+    if (!mem_->synchronize(&error)) dieMemory(rank_, error);
   }
 
   Row runRow(size_t size, const TypeInfo& type, const OpInfo& op, ncclRedOp_t redOp, int root) {
@@ -243,24 +277,40 @@ class RankRunner {
 
     Row row{std::max(c.send, c.recv) * ts, c.param, type.name, op.name, root, {}, {}};
     for (bool inPlace : {false, true}) {
-      const void* sendPtr = inPlace ? inPlace_.data() + c.sendInPlaceOff * ts : send_.data();
-      void* recvPtr = inPlace ? inPlace_.data() + c.recvInPlaceOff * ts : recv_.data();
-      const CallArgs args{sendPtr, recvPtr, c.param, type.type, redOp, root, rank_, job_.nranks, comm_};
+      const size_t sendOff = inPlace ? c.sendInPlaceOff * ts : 0;
+      const size_t recvOff = inPlace ? c.recvInPlaceOff * ts : 0;
+      RankMemory::Buffer& sendBuf = inPlace ? inPlace_ : send_;
+      RankMemory::Buffer& recvBuf = inPlace ? inPlace_ : recv_;
+      const void* sendPtr = mem_->ptr(sendBuf, sendOff);
+      void* recvPtr = mem_->ptr(recvBuf, recvOff);
+      const CallArgs args{sendPtr, recvPtr, c.param, type.type, redOp, root, rank_, job_.nranks, comm_, mem_->stream()};
+      // Composed in the host mirrors (for host ranks: the buffers themselves), then uploaded.
       auto fill = [&] {
-        if (inPlace) std::memset(inPlace_.data(), kPoison, ipElems * ts);
-        if (!inPlace) std::memset(recv_.data(), kPoison, c.recv * ts);
-        plan.fillInput(const_cast<void*>(sendPtr), c.send, rank_);
+        if (inPlace) std::memset(inPlace_.mirror.data(), kPoison, ipElems * ts);
+        if (!inPlace) std::memset(recv_.mirror.data(), kPoison, c.recv * ts);
+        plan.fillInput(sendBuf.mirror.data() + sendOff, c.send, rank_);
+        if (inPlace) {
+          upload(inPlace_, ipElems * ts);
+        } else {
+          upload(recv_, c.recv * ts);
+          upload(send_, c.send * ts);
+        }
       };
       if (o_.check) fill();
       for (int i = 0; i < o_.warmupIters; ++i) callOnce(args);
+      sync();
       barrier();
       const auto t0 = Clock::now();
       for (int i = 0; i < o_.iters; ++i) {
         if (o_.aggIters > 1) PERF_NCCL(rank_, ncclGroupStart());
         for (int a = 0; a < o_.aggIters; ++a) callOnce(args);
         if (o_.aggIters > 1) PERF_NCCL(rank_, ncclGroupEnd());
-        if (o_.blocking) barrier();
+        if (o_.blocking) {
+          sync();
+          barrier();
+        }
       }
+      sync();
       const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
       const double perCall = o_.iters > 0 ? elapsed / (static_cast<double>(o_.iters) * o_.aggIters) : 0.0;
       const double sec = rankTime(perCall);
@@ -273,7 +323,10 @@ class RankRunner {
       if (o_.check && (!inPlace || d_.inPlaceChecked)) {
         fill();
         callOnce(args);
-        const double wrong = static_cast<double>(plan.countWrong(recvPtr, c.recv, rank_, root, c.param));
+        sync();
+        download(recvBuf, recvOff, c.recv * ts);
+        const double wrong =
+            static_cast<double>(plan.countWrong(recvBuf.mirror.data() + recvOff, c.recv, rank_, root, c.param));
         cell.wrong = static_cast<int64_t>(allreduce(wrong, ncclSum));
       }
     }
@@ -289,9 +342,12 @@ class RankRunner {
       const Counts c = d_.counts(size / type.size, job_.nranks, rank_);
       grow(send_, c.send * type.size);
       grow(recv_, c.recv * type.size);
-      const CallArgs args{send_.data(), recv_.data(), c.param, type.type, ncclSum, root, rank_, job_.nranks, comm_};
+      const CallArgs args{
+          mem_->ptr(send_, 0), mem_->ptr(recv_, 0), c.param, type.type, ncclSum, root, rank_, job_.nranks, comm_,
+          mem_->stream()};
       for (int i = 0; i < std::max(o_.warmupIters, 1); ++i) callOnce(args);
     }
+    sync();
     barrier();
   }
 
@@ -308,7 +364,8 @@ class RankRunner {
   int device_;
   ncclComm_t comm_ = nullptr;
   double scratch_ = 0;
-  std::vector<unsigned char> send_, recv_, inPlace_;
+  std::unique_ptr<RankMemory> mem_;
+  RankMemory::Buffer send_, recv_, inPlace_;
 };
 
 }  // namespace
@@ -330,6 +387,12 @@ int runPerfTool(const CollDesc& desc, int argc, char** argv) {
     }
   }
   Watchdog watchdog(opts.timeoutSec);
+  // Before the first NCCL call: the library picks its device backend once per process.
+  std::string memError;
+  if (!selectProcessMemory(opts.memPattern, launch.procRank * opts.nThreads, opts.nThreads, &memError)) {
+    std::fprintf(stderr, "%s_perf: %s\n", desc.name, memError.c_str());
+    return 2;
+  }
   Job job{desc, opts, launch, {}, nranks, &watchdog, note};
   // With NCCL_COMM_ID set every process derives the same id; otherwise this one process makes it
   // and its threads share it.

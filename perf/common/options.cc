@@ -65,11 +65,11 @@ bool sizeFlag(const std::string& flag, const std::string& text, size_t* out) {
 
 std::optional<int> parseOptions(const CollDesc& desc, int argc, char** argv, Options* o) {
   CLI::App app{std::string(desc.name) + "_perf: nccl-tests-compatible benchmark of " + desc.name +
-               " on mixccl (host memory)"};
+               " on mixccl (host or OpenCL memory)"};
   std::string minB, maxB, stepB, stepF, op = "sum", dtype = "float", root = "0", mem;
   int check = 1, blocking = 0, avg = 1, parallelInit = 0;
   app.add_option("-t,--nthreads", o->nThreads, "ranks in this process, one thread each")->check(CLI::Range(1, 4096));
-  app.add_option("-g,--ngpus", o->nGpus, "devices per thread (must be 1: host memory)");
+  app.add_option("-g,--ngpus", o->nGpus, "devices per thread (must be 1)");
   app.add_option("-b,--minbytes", minB, "smallest size in bytes (K/M/G suffixes), default 32M");
   app.add_option("-e,--maxbytes", maxB, "largest size in bytes (K/M/G suffixes), default 32M");
   app.add_option("-i,--stepbytes", stepB, "increment between sizes when -f is 1, default 1M");
@@ -79,8 +79,10 @@ std::optional<int> parseOptions(const CollDesc& desc, int argc, char** argv, Opt
       ->check(CLI::NonNegativeNumber);
   app.add_option("--agg_iters", o->aggIters, "collectives per iteration, in one group, default 1")
       ->check(CLI::PositiveNumber);
-  app.add_option("-m,--memory", mem,
-                 "buffer kind: host (default) or cuda; an integer here means agg iters, as nccl-tests' -m");
+  app.add_option(
+      "-m,--memory", mem,
+      "buffer kind: host (default), opencl, or a per-rank pattern of H/O letters such as H,O (rank r uses entry "
+      "r % length); an integer here means agg iters, as nccl-tests' -m");
   app.add_option("-c,--check", check, "check every element of the result (0/1), default 1");
   app.add_option("-o,--op", op, "sum|prod|max|min|avg|mulsum|all, default sum");
   app.add_option("-d,--datatype", dtype,
@@ -132,12 +134,22 @@ std::optional<int> parseOptions(const CollDesc& desc, int argc, char** argv, Opt
     }
   }
   if (o->memory == "cuda") {
-    std::fprintf(stderr, "-m cuda: CUDA buffers need the CUDA backend, not built yet (use -m host)\n");
+    std::fprintf(stderr, "-m cuda: CUDA buffers need the CUDA backend, not built yet (use -m host or -m opencl)\n");
     return 2;
   }
-  if (o->memory != "host") {
-    std::fprintf(stderr, "-m %s: unknown buffer kind (host or cuda)\n", o->memory.c_str());
+  std::string memError;
+  if (!parseMemoryPattern(o->memory, &o->memPattern, &memError)) {
+    std::fprintf(stderr, "%s\n", memError.c_str());
     return 2;
+  }
+  for (MemKind k : o->memPattern) {
+    if (k == MemKind::kOpencl && !openclBuilt()) {
+      std::fprintf(stderr,
+                   "-m %s: these perf tools were built without OpenCL (no OpenCL headers/ICD loader at configure "
+                   "time); install them (Debian: ocl-icd-opencl-dev opencl-headers) and rebuild, or use -m host\n",
+                   o->memory.c_str());
+      return 2;
+    }
   }
   if (o->aggIters < 1) o->aggIters = 1;
   if (o->nGpus != 1) {

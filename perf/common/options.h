@@ -12,6 +12,7 @@
 
 #include "perf/common/collective.h"
 #include "perf/common/datatypes.h"
+#include "perf/common/memory.h"
 
 namespace mixccl::perf {
 
@@ -33,11 +34,12 @@ struct Options {
   std::vector<int> roots;       // from -r (one root), unless allRoots: every rank, known once ranks are counted
   bool allRoots = false;
   AvgMode avg = AvgMode::kAverage;
-  bool blocking = false;  // -z 1: barrier after each collective
-  int cycles = 1;         // -N: 0 runs forever
-  int timeoutSec = 0;     // -T: 0 means none
-  std::string jsonPath;   // -J
-  std::string memory = "host";
+  bool blocking = false;                            // -z 1: barrier after each collective
+  int cycles = 1;                                   // -N: 0 runs forever
+  int timeoutSec = 0;                               // -T: 0 means none
+  std::string jsonPath;                             // -J
+  std::string memory = "host";                      // -m as given (a number there is aggIters)
+  std::vector<MemKind> memPattern{MemKind::kHost};  // rank r uses memPattern[r % size]
   int graph = 0;
 
   // Sizes of the rows, in bytes, in order.

@@ -31,10 +31,10 @@ void printPreamble(const Options& o, const std::vector<RankLine>& ranks, const s
   for (const std::string& n : notes) std::printf("# %s\n", n.c_str());
   std::printf("#\n# Using devices\n");
   // The device field keeps nccl-tests' shape ("device N [bus] name") so line parsers still match;
-  // N is the rank's index on its host and the bus id reads "host".
+  // N is the rank's index on its host and the bus id reads "host" or "opencl" (-m).
   for (const RankLine& r : ranks) {
-    std::printf("#  Rank %2d Group %2d Pid %6d on %10s device %2d [host] host memory (mixccl)\n", r.rank, r.group,
-                r.pid, r.host.c_str(), r.device);
+    std::printf("#  Rank %2d Group %2d Pid %6d on %10s device %2d [%s] %s\n", r.rank, r.group, r.pid, r.host.c_str(),
+                r.device, r.bus.c_str(), r.name.c_str());
   }
   std::fflush(stdout);
 }

@@ -20,6 +20,8 @@ struct RankLine {
   int pid;
   int device;  // index of the rank on its host
   std::string host;
+  std::string bus = "host";                   // the [bus id] field: host or opencl
+  std::string name = "host memory (mixccl)";  // what the rank's buffers are
 };
 
 struct Cell {  // one column group (out-of-place or in-place) of a row

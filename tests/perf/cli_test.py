@@ -4,7 +4,7 @@
 """Flag handling of the perf tools: nccl-tests' spellings reach the preamble, unsupported requests
 (-m cuda, -g 2, a bad size, a root past the last rank, processes on several hosts without a
 rendezvous) fail with a message and a non-zero status; --version names the project version.
-Usage: cli_test.py BINDIR VERSION"""
+Usage: cli_test.py BINDIR VERSION [OPENCL(0/1): the tools were built with OpenCL]"""
 import os
 import re
 import subprocess
@@ -15,6 +15,7 @@ import nccltests_output  # noqa: E402
 
 BIN = sys.argv[1]
 VERSION = sys.argv[2]
+OPENCL = len(sys.argv) > 3 and sys.argv[3] == "1"
 CLEAN = {k: v for k, v in os.environ.items()
          if not k.startswith(("OMPI_", "PMI_", "PMIX_", "SLURM_", "MASTER_", "NCCL_COMM_ID"))
          and k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
@@ -41,6 +42,19 @@ def refused(name, p, text):
 
 p = run("all_reduce", "-m", "cuda")
 refused("-m cuda", p, "CUDA buffers need the CUDA backend, not built yet")
+refused("-m bogus", run("all_reduce", "-m", "bogus"), "unknown buffer kind")
+refused("-m H,,O", run("all_reduce", "-m", "H,,O"), "unknown buffer kind")
+refused("-m H,X", run("all_reduce", "-m", "H,X"), "unknown buffer kind")
+if OPENCL:
+    # Threads of one process share one device backend: a pattern that mixes them is refused.
+    refused("-t 2 -m H,O", run("all_reduce", "-t", "2", "-m", "H,O"), "chosen once per process")
+    refused("-m opencl with another MIXCCL_DEVICE_BACKEND",
+            run("all_reduce", "-m", "opencl", env={"MIXCCL_DEVICE_BACKEND": "host"}), "MIXCCL_DEVICE_BACKEND is set")
+    # Every rank of the process agrees (rank 0 and 2 are H): accepted with host memory.
+    p = run("all_reduce", "-t", "1", "-m", "H,O", "-b", "64", "-e", "64")
+    expect("-t 1 -m H,O (rank 0 is H)", p.returncode == 0 and "[host]" in p.stdout, p)
+else:
+    refused("-m opencl without OpenCL", run("all_reduce", "-m", "opencl"), "built without OpenCL")
 refused("-g 2", run("all_reduce", "-g", "2"), "-g must be 1")
 refused("-b 1Q", run("all_reduce", "-b", "1Q"), "is not a size")
 refused("-o bogus", run("all_reduce", "-o", "bogus"), "unknown operation")

@@ -27,9 +27,13 @@
 //  - registerHost: a cl_mem (CL_MEM_USE_HOST_PTR) over the range; kernels given a pointer inside
 //    it get (cl_mem, offset). This assumes zero-copy host-pointer buffers (CPU devices such as
 //    POCL, integrated GPUs); a discrete device would need explicit read/write around kernels.
-//  - Plain host pointers (not registered) and misaligned operands given to reduce() are staged
-//    through a temporary SVM bounce buffer (correct, slower); the bounce is freed on the queue
-//    (clEnqueueSVMFree) after the kernel.
+//  - Plain host pointers (not registered) given to reduce(): on a device that shares host memory
+//    (a CPU device, or CL_DEVICE_HOST_UNIFIED_MEMORY), one aligned to CL_DEVICE_MEM_BASE_ADDR_ALIGN
+//    is wrapped for the call in a zero-copy CL_MEM_USE_HOST_PTR buffer (the same assumption as
+//    registerHost). Otherwise, and for misaligned operands, they are staged through a temporary
+//    SVM bounce buffer (correct, slower), freed on the queue (clEnqueueSVMFree) after the kernel.
+//  - query() on a CPU device yields the processor while the fence is pending: the device's worker
+//    threads run on the cores a spinning poller would otherwise keep.
 //
 // Queues and fences: openQueue() makes an in-order queue on the shared context; copy()/reduce()
 // with queue == nullptr run on an internal queue and wait for their own event. record() and

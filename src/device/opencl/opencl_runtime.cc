@@ -258,6 +258,19 @@ Result Runtime::init() {
   fineSvm_ = (svm & CL_DEVICE_SVM_FINE_GRAIN_BUFFER) != 0;
   cl_device_fp_config dbl = 0;
   fp64_ = clGetDeviceInfo(device_, CL_DEVICE_DOUBLE_FP_CONFIG, sizeof(dbl), &dbl, nullptr) == CL_SUCCESS && dbl != 0;
+  // CL_DEVICE_HOST_UNIFIED_MEMORY is deprecated since 2.0 but still answered; a CPU device shares
+  // host memory by construction.
+  cl_device_type type = 0;
+  cl_bool unified = CL_FALSE;
+  clGetDeviceInfo(device_, CL_DEVICE_TYPE, sizeof(type), &type, nullptr);
+  clGetDeviceInfo(device_, CL_DEVICE_HOST_UNIFIED_MEMORY, sizeof(unified), &unified, nullptr);
+  cpuDevice_ = (type & CL_DEVICE_TYPE_CPU) != 0;
+  zeroCopyHost_ = cpuDevice_ || unified == CL_TRUE;
+  cl_uint alignBits = 0;
+  if (clGetDeviceInfo(device_, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof(alignBits), &alignBits, nullptr) == CL_SUCCESS &&
+      alignBits >= 8) {
+    hostPtrAlign_ = alignBits / 8;
+  }
   cl_int err = CL_SUCCESS;
   internalQueue_ = clCreateCommandQueueWithProperties(context_, device_, nullptr, &err);
   if (internalQueue_ == nullptr || err != CL_SUCCESS) {

@@ -80,6 +80,13 @@ class Runtime {
   const std::string& platformName() const { return platformName_; }
   bool fineSvm() const { return fineSvm_; }
   bool fp64() const { return fp64_; }
+  // Kernels can use host memory in place (a CPU device, or one that shares host memory): a
+  // CL_MEM_USE_HOST_PTR buffer over it is then zero-copy. Pointers must be aligned to
+  // hostPtrAlign() bytes (CL_DEVICE_MEM_BASE_ADDR_ALIGN), or the implementation may copy.
+  bool zeroCopyHost() const { return zeroCopyHost_; }
+  size_t hostPtrAlign() const { return hostPtrAlign_; }
+  // The device runs on the host's own cores (POCL's pthread device, say).
+  bool cpuDevice() const { return cpuDevice_; }
   cl_command_queue internalQueue() const { return internalQueue_; }
   // The ICD dispatch-table pointer every object of this platform starts with (checkStream).
   const void* dispatch() const { return dispatch_; }
@@ -114,6 +121,9 @@ class Runtime {
   std::string platformName_;
   bool fineSvm_ = false;
   bool fp64_ = false;
+  bool zeroCopyHost_ = false;
+  bool cpuDevice_ = false;
+  size_t hostPtrAlign_ = 128;
   cl_command_queue internalQueue_ = nullptr;
   const void* dispatch_ = nullptr;
 
