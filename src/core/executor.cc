@@ -155,6 +155,10 @@ Result Stream::completeStep(Op& op, bool* done) {
   return Result::kSuccess;
 }
 
+bool Stream::waitsOnHostCoreDevice() const {
+  return pending_.active && !ops_.empty() && (comm()->backend()->caps().flags & kCapSharesHostCores) != 0;
+}
+
 void Stream::dropPending() {
   if (!pending_.active) return;
   if (pending_.fence != nullptr && !ops_.empty())
@@ -464,9 +468,10 @@ class Backoff {
     }
   }
   void reset() { idle_ = 0; }
-  void idle() {
+  // `deviceOnCores`: what this wait waits for runs on this host's cores; spinning would take them.
+  void idle(bool deviceOnCores) {
     ++idle_;
-    if (idle_ < spins_) return;
+    if (idle_ < (deviceOnCores ? std::min<int64_t>(spins_, kDeviceSpins) : spins_)) return;
     if (idle_ < spins_ + 1000) {
       sched_yield();
       return;
@@ -476,6 +481,7 @@ class Backoff {
   }
 
  private:
+  static constexpr int64_t kDeviceSpins = 50;
   int64_t spins_;
   int64_t idle_ = 0;
 };
@@ -583,7 +589,9 @@ Result runStreams(std::vector<Stream>& streams) {
       published = false;
       continue;
     }
-    backoff.idle();
+    bool deviceOnCores = false;
+    for (const Stream& s : streams) deviceOnCores = deviceOnCores || (!s.done() && s.waitsOnHostCoreDevice());
+    backoff.idle(deviceOnCores);
     if ((++polls & 63) != 0) continue;
     // Every 64 idle polls: transport housekeeping (a TCP accept is a system call, too costly
     // for every poll; connections an operation uses are driven by its own steps) and the flags.

@@ -54,6 +54,9 @@ class Stream {
   // `failure` of progress(), or the mismatch that explains it (a peer of the operation sent a
   // message of another operation before the link broke).
   Result preferMismatch(Result failure);
+  // A step of this stream waits for device work that runs on the host's own cores
+  // (kCapSharesHostCores): its waiter must not spin (runStreams' back-off).
+  bool waitsOnHostCoreDevice() const;
   // Forgets a step whose device work is still in flight (the run failed; engine.cc waits for the
   // work queues before the stream gates open).
   void dropPending();

@@ -68,6 +68,9 @@ constexpr uint32_t kCapFp8Saturate = 1u << 2;  // fp8 results saturate to the la
 // Queued work may use user buffers in host memory (MemKind::kHost) directly. Without it, a call
 // with a stream needs device memory (the engine refuses host buffers with kInvalidArgument).
 constexpr uint32_t kCapHostMemory = 1u << 3;
+// Device work runs on the host's own CPU cores (an OpenCL CPU device): a rank that waits for it
+// must not spin, or it takes the cores the work needs (docs/ENGINE.md, "Performance today").
+constexpr uint32_t kCapSharesHostCores = 1u << 4;
 
 // Opaque handles owned by the backend that made them.
 struct WorkQueue;

@@ -149,6 +149,7 @@ BackendCaps OpenclBackend::caps() const {
   if (!rt_->fp64()) c.dtypes &= ~(1u << static_cast<int>(DataType::kFloat64));
   c.ops = (1u << (static_cast<int>(RedOpKind::kPreMulSum) + 1)) - 1;
   c.flags = kCapAsync | kCapRneRounding | kCapFp8Saturate;
+  if (rt_->cpuDevice()) c.flags |= kCapSharesHostCores;
   return c;
 }
 

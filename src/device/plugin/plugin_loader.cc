@@ -41,7 +41,8 @@ static_assert(static_cast<int>(Result::kSuccess) == ncclSuccess &&
               static_cast<int>(Result::kRemoteError) == ncclRemoteError &&
               static_cast<int>(Result::kInProgress) == ncclInProgress);
 static_assert(kCapAsync == MIXCCL_DEVICE_CAP_ASYNC && kCapRneRounding == MIXCCL_DEVICE_CAP_RNE_ROUNDING &&
-              kCapFp8Saturate == MIXCCL_DEVICE_CAP_FP8_SATURATE && kCapHostMemory == MIXCCL_DEVICE_CAP_HOST_MEMORY);
+              kCapFp8Saturate == MIXCCL_DEVICE_CAP_FP8_SATURATE && kCapHostMemory == MIXCCL_DEVICE_CAP_HOST_MEMORY &&
+              kCapSharesHostCores == MIXCCL_DEVICE_CAP_SHARES_HOST_CORES);
 static_assert(sizeof(ReduceSpec::scalar) == sizeof(mixcclReduceSpec_v1_t::scalar));
 
 namespace {
