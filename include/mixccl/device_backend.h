@@ -67,10 +67,10 @@ extern "C" {
 #define MIXCCL_DEVICE_BACKEND_V1_MAX_SOURCES 8
 
 /* Capability flags (mixcclDeviceCaps_v1_t.flags). */
-#define MIXCCL_DEVICE_CAP_ASYNC 0x1u        /* work on a queue completes after the call returns */
-#define MIXCCL_DEVICE_CAP_RNE_ROUNDING 0x2u /* narrow floats round to nearest even */
-#define MIXCCL_DEVICE_CAP_FP8_SATURATE 0x4u /* fp8 results saturate to the largest finite value */
-#define MIXCCL_DEVICE_CAP_HOST_MEMORY 0x8u  /* queued work may use host (malloc) user buffers directly */
+#define MIXCCL_DEVICE_CAP_ASYNC 0x1u              /* work on a queue completes after the call returns */
+#define MIXCCL_DEVICE_CAP_RNE_ROUNDING 0x2u       /* narrow floats round to nearest even */
+#define MIXCCL_DEVICE_CAP_FP8_SATURATE 0x4u       /* fp8 results saturate to the largest finite value */
+#define MIXCCL_DEVICE_CAP_HOST_MEMORY 0x8u        /* queued work may use host (malloc) user buffers directly */
 #define MIXCCL_DEVICE_CAP_SHARES_HOST_CORES 0x10u /* device work runs on the host's CPU cores: waiters never spin */
 
 /* Wire ids below this are mixccl's built-in backends (0 host, 1 opencl, 2 cuda). */
