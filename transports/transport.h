@@ -39,11 +39,14 @@ class SendConnection {
  public:
   virtual ~SendConnection() = default;
   // A free slot to write the next message into (slotBytes() bytes). kInProgress while every slot
-  // is in use or the lane is still being set up.
+  // is in use or the lane is still being set up. It may be called again before commit() to take
+  // the following slots as well (up to the FIFO depth): the engine keeps several steps in flight
+  // while their device work runs.
   virtual Result acquire(void** slot) = 0;
-  // Publishes the slot returned by the last acquire() with `bytes` (<= slotBytes()) of payload
-  // and an opaque 64-bit `stamp` that travels with it (the engine's operation descriptor, used to
-  // detect ranks that called different operations; PROTOCOL.md). Zero-byte messages are allowed.
+  // Publishes the oldest slot acquired and not yet committed with `bytes` (<= slotBytes()) of
+  // payload and an opaque 64-bit `stamp` that travels with it (the engine's operation descriptor,
+  // used to detect ranks that called different operations; PROTOCOL.md). Messages leave in the
+  // order their slots were acquired. Zero-byte messages are allowed.
   virtual Result commit(size_t bytes, uint64_t stamp) = 0;
   // kSuccess once every committed message has left this rank's hands (stored in shared memory, or
   // written to the kernel), so the engine may return to the user; kInProgress otherwise.
@@ -54,10 +57,13 @@ class SendConnection {
 class RecvConnection {
  public:
   virtual ~RecvConnection() = default;
-  // The oldest message not yet released: a pointer valid until release(), its size and the
-  // stamp it was committed with. kInProgress when none has arrived.
-  virtual Result peek(const void** data, size_t* bytes, uint64_t* stamp) = 0;
-  // Returns the slot of the message given by peek() to the sender.
+  // The message `ahead` places behind the oldest one not yet released (0: the oldest): a pointer
+  // valid until that message is released, its size and the stamp it was committed with.
+  // kInProgress when it has not arrived. Looking ahead lets the engine start a step on the next
+  // message while the device still works on the previous one.
+  virtual Result peekAt(size_t ahead, const void** data, size_t* bytes, uint64_t* stamp) = 0;
+  Result peek(const void** data, size_t* bytes, uint64_t* stamp) { return peekAt(0, data, bytes, stamp); }
+  // Returns the slot of the oldest message not yet released to the sender.
   virtual Result release() = 0;
 };
 

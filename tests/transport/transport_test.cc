@@ -291,6 +291,45 @@ TEST_P(TransportTest, LanesAreIndependent) {
   ASSERT_EQ(waitFor([&] { return coll.send->flush(); }), Result::kSuccess);
 }
 
+// Several slots taken before the first commit (the engine's steps in flight): each acquire gives
+// a slot of its own, commits publish them in acquire order, and the receiver looks ahead with
+// peekAt() before releasing the oldest.
+TEST_P(TransportTest, SlotsInFlightKeepTheirOrder) {
+  constexpr int kDepth = 4;
+  makeRanks(2, kDepth, 1024);
+  Stream s{0, 1, kLaneColl};
+  ASSERT_EQ(t(1).connectRecv(0, s.lane, &s.recv), Result::kSuccess);
+  ASSERT_EQ(t(0).connectSend(1, s.lane, &s.send), Result::kSuccess);
+  void* slots[kDepth] = {};
+  ASSERT_EQ(waitFor([&] { return s.send->acquire(&slots[0]); }), Result::kSuccess) << lastError();
+  for (int i = 1; i < kDepth; ++i) ASSERT_EQ(s.send->acquire(&slots[i]), Result::kSuccess) << lastError();
+  for (int i = 0; i < kDepth; ++i) {
+    for (int j = 0; j < i; ++j) ASSERT_NE(slots[i], slots[j]) << "acquire " << i << " returned slot " << j;
+  }
+  void* extra = nullptr;
+  EXPECT_EQ(s.send->acquire(&extra), Result::kInProgress) << "a fifth slot out of four";
+  // Written out of order (as device work may finish), committed in acquire order.
+  for (int i = kDepth - 1; i >= 0; --i) fillPattern(slots[i], 100 + i, 0, 1, s.lane, i);
+  for (int i = 0; i < kDepth; ++i) ASSERT_EQ(s.send->commit(100 + i, 7 + i), Result::kSuccess) << lastError();
+  ASSERT_EQ(waitFor([&] { return s.send->flush(); }), Result::kSuccess) << lastError();
+  const void* data = nullptr;
+  size_t bytes = 0;
+  uint64_t stamp = 0;
+  ASSERT_EQ(waitFor([&] { return s.recv->peekAt(kDepth - 1, &data, &bytes, &stamp); }), Result::kSuccess)
+      << lastError();
+  EXPECT_EQ(s.recv->peekAt(kDepth, &data, &bytes, &stamp), Result::kInProgress) << "no fifth message";
+  for (int i = 0; i < kDepth; ++i) {
+    for (int ahead = 0; ahead < kDepth - i; ++ahead) {
+      ASSERT_EQ(s.recv->peekAt(ahead, &data, &bytes, &stamp), Result::kSuccess) << lastError();
+      EXPECT_EQ(bytes, static_cast<size_t>(100 + i + ahead));
+      EXPECT_EQ(stamp, static_cast<uint64_t>(7 + i + ahead));
+      EXPECT_TRUE(checkPattern(data, bytes, 0, 1, s.lane, i + ahead)) << "message " << i + ahead;
+    }
+    ASSERT_EQ(s.recv->release(), Result::kSuccess);
+  }
+  EXPECT_EQ(s.recv->peek(&data, &bytes, &stamp), Result::kInProgress);
+}
+
 // Four ranks as threads, each with its own transport, all-to-all on both lanes.
 TEST_P(TransportTest, FourRanksAllToAllThreads) {
   const int n = 4;

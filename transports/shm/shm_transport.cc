@@ -76,22 +76,23 @@ class ShmSendConnection final : public SendConnection {
 
   Result acquire(void** slot) override {
     if (!ready_) MIXCCL_TRY(setUp());
-    if (head_ - cachedTail_ >= depth_) {
+    const uint64_t next = head_ + acquired_;
+    if (next - cachedTail_ >= depth_) {
       cachedTail_ = map_.tail()->load(std::memory_order_acquire);
-      if (head_ - cachedTail_ >= depth_) return waitIdle();
+      if (next - cachedTail_ >= depth_) return waitIdle();
     }
     watch_.progressed();
-    *slot = map_.slot(depth_, slotBytes_, head_ % depth_);
-    acquired_ = true;
+    *slot = map_.slot(depth_, slotBytes_, next % depth_);
+    ++acquired_;
     return Result::kSuccess;
   }
 
   Result commit(size_t bytes, uint64_t stamp) override {
-    if (!acquired_ || bytes > slotBytes_) {
+    if (acquired_ == 0 || bytes > slotBytes_) {
       return fail(Result::kInternalError, "shm: commit of %zu bytes to rank %d without a slot (or > %zu slot bytes)",
                   bytes, peer_.rank, slotBytes_);
     }
-    acquired_ = false;
+    --acquired_;
     map_.meta()[head_ % depth_] = ShmSlotMeta{bytes, stamp};
     ++head_;
     // Publishes the payload and its size (release pairs with the receiver's acquire of head).
@@ -148,7 +149,7 @@ class ShmSendConnection final : public SendConnection {
   PeerWatch watch_;
   ShmMapping map_;
   bool ready_ = false;
-  bool acquired_ = false;
+  uint32_t acquired_ = 0;    // slots handed out by acquire() and not committed yet, from head_ on
   uint64_t head_ = 0;        // next message index to commit (mirrors the shared head)
   uint64_t cachedTail_ = 0;  // last tail seen; re-read only when the ring looks full
 };
@@ -169,13 +170,14 @@ class ShmRecvConnection final : public RecvConnection {
     if (!senderMapped_ && map_.header()->mapped.load(std::memory_order_acquire) == 0) shm_unlink(name_.c_str());
   }
 
-  Result peek(const void** data, size_t* bytes, uint64_t* stamp) override {
-    if (tail_ == cachedHead_) {
+  Result peekAt(size_t ahead, const void** data, size_t* bytes, uint64_t* stamp) override {
+    const uint64_t want = tail_ + ahead;
+    if (want >= cachedHead_) {
       cachedHead_ = map_.head()->load(std::memory_order_acquire);
-      if (tail_ == cachedHead_) return waitIdle();
+      if (want >= cachedHead_) return ahead == 0 ? waitIdle() : Result::kInProgress;
     }
     watch_.progressed();
-    uint64_t idx = tail_ % depth_;
+    uint64_t idx = want % depth_;
     *data = map_.slot(depth_, slotBytes_, idx);
     const ShmSlotMeta meta = map_.meta()[idx];
     *bytes = meta.bytes;

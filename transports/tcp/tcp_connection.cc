@@ -205,22 +205,23 @@ Result TcpSendConnection::push() {
 
 Result TcpSendConnection::acquire(void** slot) {
   MIXCCL_TRY(error_);
-  if (head_ - sent_ >= depth_) {
+  const uint64_t next = head_ + acquired_;
+  if (next - sent_ >= depth_) {
     MIXCCL_TRY(push());
-    if (head_ - sent_ >= depth_) return Result::kInProgress;
+    if (next - sent_ >= depth_) return Result::kInProgress;
   }
-  *slot = staging_.get() + static_cast<size_t>(head_ % depth_) * slotBytes_;
-  acquired_ = true;
+  *slot = staging_.get() + static_cast<size_t>(next % depth_) * slotBytes_;
+  ++acquired_;
   return Result::kSuccess;
 }
 
 Result TcpSendConnection::commit(size_t bytes, uint64_t stamp) {
   MIXCCL_TRY(error_);
-  if (!acquired_ || bytes > slotBytes_) {
+  if (acquired_ == 0 || bytes > slotBytes_) {
     return fail(Result::kInternalError, "tcp: commit of %zu bytes to %s without a slot (or > %zu slot bytes)", bytes,
                 hub_->describe(peer_).c_str(), slotBytes_);
   }
-  acquired_ = false;
+  --acquired_;
   uint32_t s = static_cast<uint32_t>(head_ % depth_);
   sizes_[s] = bytes;
   putU64(headers_.data() + s * kTcpFrameHeaderBytes, bytes);
@@ -355,7 +356,7 @@ Result TcpRecvConnection::pump() {
   return Result::kSuccess;
 }
 
-Result TcpRecvConnection::peek(const void** data, size_t* bytes, uint64_t* stamp) {
+Result TcpRecvConnection::peekAt(size_t ahead, const void** data, size_t* bytes, uint64_t* stamp) {
   if (!sock_.valid()) {
     MIXCCL_TRY(hub_->poll());
     if (!sock_.valid()) {
@@ -368,14 +369,15 @@ Result TcpRecvConnection::peek(const void** data, size_t* bytes, uint64_t* stamp
   }
   // Read ahead once per consumed message, and whenever nothing is ready: this keeps the kernel
   // buffer drained without a system call on every repeated peek of a ready message.
-  if (filled_ == read_ || !pumpedSinceRelease_) {
+  const uint64_t want = read_ + ahead;
+  if (filled_ <= want || !pumpedSinceRelease_) {
     pumpedSinceRelease_ = true;
     // A failure is recorded in error_ and reported below only once the complete messages that
     // arrived before it have been consumed (an EOF right after the last frame loses nothing).
     if (pump() != Result::kSuccess && error_ == Result::kSuccess) error_ = Result::kInternalError;
   }
-  if (filled_ == read_) return error_ != Result::kSuccess ? error_ : Result::kInProgress;
-  uint32_t s = static_cast<uint32_t>(read_ % depth_);
+  if (filled_ <= want) return error_ != Result::kSuccess && filled_ == read_ ? error_ : Result::kInProgress;
+  uint32_t s = static_cast<uint32_t>(want % depth_);
   *data = slots_.get() + static_cast<size_t>(s) * slotBytes_;
   *bytes = sizes_[s];
   *stamp = stamps_[s];

@@ -117,7 +117,7 @@ class TcpSendConnection final : public SendConnection {
 
   Socket sock_;
   bool connected_ = false;
-  bool acquired_ = false;
+  uint32_t acquired_ = 0;  // slots handed out by acquire() and not committed yet, from head_ on
   // Connection set-up: unreachability errors are retried until MIXCCL_NET_TIMEOUT after the first
   // attempt, so a link flap during set-up does not fail the job.
   std::chrono::steady_clock::time_point connectSince_{};
@@ -138,7 +138,7 @@ class TcpRecvConnection final : public RecvConnection {
   TcpRecvConnection(std::shared_ptr<TcpHub> hub, int peer, int lane);
   ~TcpRecvConnection() override;
 
-  Result peek(const void** data, size_t* bytes, uint64_t* stamp) override;
+  Result peekAt(size_t ahead, const void** data, size_t* bytes, uint64_t* stamp) override;
   Result release() override;
 
   // Called by the hub with the validated socket of this lane.
