@@ -65,6 +65,19 @@ void Stream::flushProbes(const Op& op) {
   }
 }
 
+// Steps in flight per stream with device work: enough to hide a work-queue round trip (enqueue,
+// the device's scheduler, the fence poll) behind the next steps' transfers, few enough to leave
+// slots of an 8-deep FIFO to the peer. docs/ENGINE.md has the measurements.
+constexpr size_t kStepsInFlight = 4;
+
+// Messages from `rconn` that issued steps hold (not released yet): the next step reads the one
+// behind them.
+size_t Stream::heldFrom(const RecvConnection* rconn) const {
+  size_t n = 0;
+  for (const PendingStep& p : pending_) n += p.rconn == rconn ? 1 : 0;
+  return n;
+}
+
 // One step: take the peer's message (if any) and a send slot (if any), combine, publish. Until
 // both resources are available nothing is consumed, so the step can simply be retried.
 Result Stream::tryStep(Op& op, const algo::Step& s) {
@@ -80,7 +93,15 @@ Result Stream::tryStep(Op& op, const algo::Step& s) {
     MIXCCL_TRY(comm.recvConnection(s.recvPeer, op.lane, &rconn));
     size_t got = 0;
     uint64_t stamp = 0;
-    MIXCCL_TRY(peekData(op, rconn, s.recvPeer, &in, &got, &stamp));
+    const size_t ahead = heldFrom(rconn);
+    if (ahead == 0) {
+      MIXCCL_TRY(peekData(op, rconn, s.recvPeer, &in, &got, &stamp));
+    } else {
+      MIXCCL_TRY(rconn->peekAt(ahead, &in, &got, &stamp));
+      // A probe behind held messages cannot be released yet: wait until the steps holding them
+      // are committed, then peekData() consumes it.
+      if ((stamp & kStampProbe) != 0) return Result::kInProgress;
+    }
     if (stamp != op.stamp) return stampMismatch(op, stamp, s.recvPeer);
     if (op.lane == kLaneColl) comm.board().notePeerReached(s.recvPeer, op.seq);
     if (got != bytes) {
@@ -110,20 +131,24 @@ Result Stream::tryStep(Op& op, const algo::Step& s) {
       bool pre = src != nullptr && s.src == algo::Buf::kInput;
       const void* a = in != nullptr && src != nullptr ? in : nullptr;
       const void* b = src != nullptr ? src : in;
-      MIXCCL_TRY(dev->reduce(primary, a, b, s.count, op.spec, pre, s.finalize, op.queue));
+      if (dst != nullptr && slot != nullptr) {
+        MIXCCL_TRY(dev->reduceDual(dst, slot, a, b, s.count, op.spec, pre, s.finalize, op.queue));
+      } else {
+        MIXCCL_TRY(dev->reduce(primary, a, b, s.count, op.spec, pre, s.finalize, op.queue));
+      }
     } else {
       MIXCCL_TRY(dev->copy(primary, in != nullptr ? in : src, bytes, op.queue));
+      if (dst != nullptr && slot != nullptr) MIXCCL_TRY(dev->copy(slot, dst, bytes, op.queue));
     }
-    if (dst != nullptr && slot != nullptr) MIXCCL_TRY(dev->copy(slot, dst, bytes, op.queue));
   }
-  if (deviceWork && op.queue != nullptr) {
-    // Issued, not done: the slot is committed and the message released once the queue got here.
-    // Resources stay taken meanwhile, so nothing is retried.
-    pending_ = PendingStep{nullptr, sconn, rconn, bytes, true};
-    MIXCCL_TRY(dev->record(op.queue, &pending_.fence));
-    bool done = false;
-    MIXCCL_TRY(completeStep(op, &done));
-    return done ? Result::kSuccess : Result::kInProgress;
+  if (op.queue != nullptr) {
+    // Issued, not done: the slot is committed and the message released once the queue got here
+    // (retireSteps), in issue order, also for a step without device work. Resources stay taken
+    // meanwhile, so nothing is retried.
+    PendingStep p{nullptr, sconn, rconn, bytes};
+    if (deviceWork) MIXCCL_TRY(dev->record(op.queue, &p.fence));
+    pending_.push_back(p);
+    return Result::kSuccess;
   }
   if (sconn != nullptr) {
     MIXCCL_TRY(sconn->commit(bytes, op.stamp));
@@ -133,37 +158,41 @@ Result Stream::tryStep(Op& op, const algo::Step& s) {
   return Result::kSuccess;
 }
 
-// The second phase of a step with device work: once its fence signals, publish what it wrote.
-Result Stream::completeStep(Op& op, bool* done) {
-  *done = false;
+// The second phase of steps with device work: the oldest ones whose fences signalled publish
+// what they wrote, in issue order.
+Result Stream::retireSteps(Op& op, bool* advanced) {
   DeviceBackend* dev = op.comm->backend();
-  Result r = dev->query(pending_.fence);
-  if (r == Result::kInProgress) return Result::kSuccess;
-  if (r != Result::kSuccess) {
-    return fail(r, "rank %d: device work of %s failed on the %s backend: %s", op.comm->rank(), describeWait().c_str(),
-                dev->name(), lastError().c_str());
+  while (!pending_.empty()) {
+    PendingStep& p = pending_.front();
+    Result r = dev->query(p.fence);
+    if (r == Result::kInProgress) return Result::kSuccess;
+    if (r != Result::kSuccess) {
+      return fail(r, "rank %d: device work of %s failed on the %s backend: %s", op.comm->rank(), describeWait().c_str(),
+                  dev->name(), lastError().c_str());
+    }
+    dev->releaseFence(p.fence);
+    p.fence = nullptr;
+    if (p.sconn != nullptr) {
+      MIXCCL_TRY(p.sconn->commit(p.bytes, op.stamp));
+      noteSend(p.sconn);
+    }
+    if (p.rconn != nullptr) MIXCCL_TRY(p.rconn->release());
+    pending_.pop_front();
+    *advanced = true;
   }
-  dev->releaseFence(pending_.fence);
-  PendingStep p = pending_;
-  pending_ = PendingStep{};
-  if (p.sconn != nullptr) {
-    MIXCCL_TRY(p.sconn->commit(p.bytes, op.stamp));
-    noteSend(p.sconn);
-  }
-  if (p.rconn != nullptr) MIXCCL_TRY(p.rconn->release());
-  *done = true;
   return Result::kSuccess;
 }
 
 bool Stream::waitsOnHostCoreDevice() const {
-  return pending_.active && !ops_.empty() && (comm()->backend()->caps().flags & kCapSharesHostCores) != 0;
+  return !ops_.empty() && (comm()->backend()->caps().flags & kCapSharesHostCores) != 0;
 }
 
 void Stream::dropPending() {
-  if (!pending_.active) return;
-  if (pending_.fence != nullptr && !ops_.empty())
-    ops_[std::min(opIndex_, ops_.size() - 1)]->comm->backend()->releaseFence(pending_.fence);
-  pending_ = PendingStep{};
+  if (!ops_.empty()) {
+    DeviceBackend* dev = ops_[std::min(opIndex_, ops_.size() - 1)]->comm->backend();
+    for (PendingStep& p : pending_) dev->releaseFence(p.fence);
+  }
+  pending_.clear();
 }
 
 // Creates every connection an operation will use before its first step. Connections are
@@ -196,19 +225,21 @@ Result Stream::progress(bool* advanced) {
       MIXCCL_TRY(connectAll(op));
       connected_ = true;
     }
-    while (stepIndex_ < steps.size()) {
-      if (pending_.active) {
-        bool done = false;
-        MIXCCL_TRY(completeStep(op, &done));
-        if (!done) return Result::kSuccess;
-        ++stepIndex_;
-        *advanced = true;
-        continue;
+    // Issue steps while there is room, then retire what the device finished; retiring only
+    // when nothing more can be issued keeps fence polls off the issue path.
+    while (stepIndex_ < steps.size() || !pending_.empty()) {
+      if (stepIndex_ < steps.size() && pending_.size() < kStepsInFlight) {
+        Result r = tryStep(op, steps[stepIndex_]);
+        if (r != Result::kInProgress) {
+          MIXCCL_TRY(r);
+          ++stepIndex_;
+          *advanced = true;
+          continue;
+        }
       }
-      Result r = tryStep(op, steps[stepIndex_]);
-      if (r == Result::kInProgress) return Result::kSuccess;
-      MIXCCL_TRY(r);
-      ++stepIndex_;
+      bool retired = false;
+      MIXCCL_TRY(retireSteps(op, &retired));
+      if (!retired) return Result::kSuccess;
       *advanced = true;
     }
     if (op.lane == kLaneColl) op.comm->board().noteDone(op.seq);
@@ -358,9 +389,9 @@ std::vector<int> Stream::remainingPeers(const Op& op) const {
 
 Result Stream::checkPending(bool probe) {
   if (finished_ || opIndex_ >= ops_.size()) return Result::kSuccess;
-  // Waiting for its own device, not for a peer; a probe would also take a second slot of a lane
-  // whose slot this step holds uncommitted.
-  if (pending_.active) return Result::kSuccess;
+  // Waiting for its own device, not for a peer; a probe would also take a slot behind ones that
+  // issued steps hold uncommitted (commit() publishes the oldest).
+  if (!pending_.empty()) return Result::kSuccess;
   Op& op = *ops_[opIndex_];
   if (probe) {
     MIXCCL_TRY(sendProbes(op));
@@ -425,10 +456,13 @@ std::string Stream::describeWait() const {
     return buf;
   }
   const Op& op = *ops_[opIndex_];
-  if (pending_.active) {
-    snprintf(buf, sizeof(buf), "%s (seq %llu, %llu x %s) step %zu/%zu: waiting for its device work on the %s backend",
+  if (!pending_.empty()) {
+    snprintf(buf, sizeof(buf),
+             "%s (seq %llu, %llu x %s) step %zu/%zu: waiting for its device work on the %s backend (%zu step(s) "
+             "in flight)",
              collName(op.kind), static_cast<unsigned long long>(op.seq), static_cast<unsigned long long>(op.count),
-             dataTypeName(op.dtype), stepIndex_ + 1, op.schedule.steps.size(), op.comm->backend()->name());
+             dataTypeName(op.dtype), stepIndex_ - pending_.size() + 1, op.schedule.steps.size(),
+             op.comm->backend()->name(), pending_.size());
     return buf;
   }
   snprintf(buf, sizeof(buf), "%s (seq %llu, %llu x %s) step %zu/%zu: waiting %s rank %d", collName(op.kind),
@@ -471,12 +505,13 @@ class Backoff {
   // `deviceOnCores`: what this wait waits for runs on this host's cores; spinning would take them.
   void idle(bool deviceOnCores) {
     ++idle_;
-    if (idle_ < (deviceOnCores ? std::min<int64_t>(spins_, kDeviceSpins) : spins_)) return;
-    if (idle_ < spins_ + 1000) {
+    const int64_t spins = deviceOnCores ? std::min<int64_t>(spins_, kDeviceSpins) : spins_;
+    if (idle_ < spins) return;
+    if (idle_ < spins + 1000) {
       sched_yield();
       return;
     }
-    timespec ts{0, std::min<long>(200000, 1000L * (idle_ - spins_ - 999))};
+    timespec ts{0, std::min<long>(200000, 1000L * (idle_ - spins - 999))};
     nanosleep(&ts, nullptr);
   }
 

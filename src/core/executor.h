@@ -16,12 +16,16 @@
 // Device work: an operation with a work queue (op.queue, engine.h) issues each step's copies and
 // reductions on that queue and records a fence; the step's slot is committed and the peer's
 // message released only once the fence signals (two phases: issued, then done and committed).
-// One step per stream is in flight. Without a queue the backend works synchronously and a step
-// completes in one call.
+// Up to kStepsInFlight steps of a stream are issued ahead of the oldest one not yet committed
+// (each holds the next slot of its lanes: SendConnection::acquire, RecvConnection::peekAt); they
+// are committed strictly in issue order, so every lane sees its messages in schedule order. The
+// work queue is in order, so a step that reads what an earlier one wrote sees it. Without a
+// queue the backend works synchronously and a step completes in one call.
 //
 // Threading: called by the thread that issued the call / ncclGroupEnd, or by the communicator's
 // progress thread for queued work; not re-entrant per comm.
 
+#include <deque>
 #include <memory>
 #include <string>
 #include <utility>
@@ -54,16 +58,18 @@ class Stream {
   // `failure` of progress(), or the mismatch that explains it (a peer of the operation sent a
   // message of another operation before the link broke).
   Result preferMismatch(Result failure);
-  // A step of this stream waits for device work that runs on the host's own cores
-  // (kCapSharesHostCores): its waiter must not spin (runStreams' back-off).
+  // This stream's progress hangs on device work that runs on the host's own cores
+  // (kCapSharesHostCores): its own steps' or, through their messages, its peers'. Its waiter must
+  // not spin (runStreams' back-off): a spinning poller takes the cores that work needs.
   bool waitsOnHostCoreDevice() const;
   // Forgets a step whose device work is still in flight (the run failed; engine.cc waits for the
   // work queues before the stream gates open).
   void dropPending();
 
  private:
-  Result completeStep(Op& op, bool* done);
+  Result retireSteps(Op& op, bool* advanced);
   Result tryStep(Op& op, const algo::Step& step);
+  size_t heldFrom(const RecvConnection* rconn) const;
   Result connectAll(Op& op);
   Result checkOldestFrom(Op& op, int peer);
   Result peekData(Op& op, RecvConnection* rconn, int peer, const void** data, size_t* bytes, uint64_t* stamp);
@@ -94,15 +100,15 @@ class Stream {
     std::string why;  // what the probe ran into
   };
   std::vector<GonePeer> gone_;
-  // The step whose device work was issued and is not known to be done yet.
+  // Steps of ops_[opIndex_] issued on the work queue and not committed yet, oldest first. Each
+  // holds a send slot and/or a peer's message until its fence signals.
   struct PendingStep {
-    Fence* fence = nullptr;
+    Fence* fence = nullptr;           // nullptr: no device work, done once the steps before it are
     SendConnection* sconn = nullptr;  // to commit `bytes` to when the fence signals
     RecvConnection* rconn = nullptr;  // to release then
     size_t bytes = 0;
-    bool active = false;
   };
-  PendingStep pending_;
+  std::deque<PendingStep> pending_;
 };
 
 // The streams of a run (group.h): per communicator, its collectives in issue order on one stream,

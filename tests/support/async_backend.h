@@ -196,7 +196,10 @@ class AsyncBackend : public DeviceBackend {
   }
   Result copy(void* dst, const void* src, size_t bytes, WorkQueue* queue) override {
     if (queue == nullptr) return host_->copy(dst, src, bytes, nullptr);
-    reinterpret_cast<FakeStream*>(queue)->enqueue([dst, src, bytes] { std::memcpy(dst, src, bytes); });
+    reinterpret_cast<FakeStream*>(queue)->enqueue([=, this] {
+      delay();
+      std::memcpy(dst, src, bytes);
+    });
     return Result::kSuccess;
   }
   Result reduce(void* dst, const void* a, const void* b, size_t count, const ReduceSpec& spec, bool applyPre,
@@ -204,14 +207,24 @@ class AsyncBackend : public DeviceBackend {
     if (queue == nullptr) return host_->reduce(dst, a, b, count, spec, applyPre, applyPost, nullptr);
     DeviceBackend* host = host_.get();
     reinterpret_cast<FakeStream*>(queue)->enqueue([=, this] {
+      delay();
       if (host->reduce(dst, a, b, count, spec, applyPre, applyPost, nullptr) != Result::kSuccess) ++kernelErrors_;
     });
     return Result::kSuccess;
   }
   int kernelErrors() const { return kernelErrors_.load(); }
+  // Each copy/reduce task on a work queue first sleeps this long (a slow device), so a test can
+  // watch the engine keep several steps in flight.
+  void setTaskDelay(std::chrono::microseconds d) { taskDelayUs_ = d.count(); }
+  // The most fences of record() that were outstanding (recorded, not yet released) at once.
+  int maxFencesInFlight() const { return maxFences_.load(); }
 
   Result record(WorkQueue* queue, Fence** fence) override {
-    return fenceOn(reinterpret_cast<FakeStream*>(queue), fence);
+    MIXCCL_TRY(fenceOn(reinterpret_cast<FakeStream*>(queue), fence));
+    std::lock_guard<std::mutex> lk(mu_);
+    recorded_.insert(*fence);
+    maxFences_ = std::max<int>(maxFences_.load(), static_cast<int>(recorded_.size()));
+    return Result::kSuccess;
   }
   Result markStart(void* stream, Fence** fence) override { return fenceOn(static_cast<FakeStream*>(stream), fence); }
   Result query(Fence* fence) override {
@@ -219,7 +232,13 @@ class AsyncBackend : public DeviceBackend {
     return (*reinterpret_cast<std::shared_ptr<std::atomic<bool>>*>(fence))->load() ? Result::kSuccess
                                                                                    : Result::kInProgress;
   }
-  void releaseFence(Fence* fence) override { delete reinterpret_cast<std::shared_ptr<std::atomic<bool>>*>(fence); }
+  void releaseFence(Fence* fence) override {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      recorded_.erase(fence);
+    }
+    delete reinterpret_cast<std::shared_ptr<std::atomic<bool>>*>(fence);
+  }
 
   Result holdStream(void* stream, StreamGate** gate) override {
     auto state = std::make_shared<Latch>();
@@ -239,6 +258,9 @@ class AsyncBackend : public DeviceBackend {
   }
 
  private:
+  void delay() const {
+    if (taskDelayUs_.load() > 0) std::this_thread::sleep_for(std::chrono::microseconds(taskDelayUs_.load()));
+  }
   Result fenceOn(FakeStream* s, Fence** fence) {
     auto* state = new std::shared_ptr<std::atomic<bool>>(std::make_shared<std::atomic<bool>>(s == nullptr));
     if (s != nullptr) s->enqueue([done = *state] { done->store(true); });
@@ -251,6 +273,9 @@ class AsyncBackend : public DeviceBackend {
   std::vector<std::unique_ptr<FakeStream>> streams_;
   std::set<void*> allocs_;
   std::set<const void*> foreign_;
+  std::set<Fence*> recorded_;
+  std::atomic<int64_t> taskDelayUs_{0};
+  std::atomic<int> maxFences_{0};
   std::atomic<bool> deviceOnly_{false};
   std::atomic<int> gatesHeld_{0}, gatesReleased_{0}, gateTimeouts_{0}, queuesOpen_{0}, kernelErrors_{0};
 };
