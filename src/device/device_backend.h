@@ -114,6 +114,14 @@ class DeviceBackend {
   // See ReduceSpec. applyPre/applyPost say whether the transforms apply on this call.
   virtual Result reduce(void* dst, const void* a, const void* b, size_t count, const ReduceSpec& spec, bool applyPre,
                         bool applyPost, WorkQueue* queue) = 0;
+  // reduce() whose result is stored in `dst2` too, the same bytes (the engine's step that keeps a
+  // reduced chunk and forwards it to a peer's slot). The default is reduce() then copy(); a
+  // backend that stores twice in one pass saves reading the result back.
+  virtual Result reduceDual(void* dst, void* dst2, const void* a, const void* b, size_t count, const ReduceSpec& spec,
+                            bool applyPre, bool applyPost, WorkQueue* queue) {
+    MIXCCL_TRY(reduce(dst, a, b, count, spec, applyPre, applyPost, queue));
+    return copy(dst2, dst, count * dataTypeSize(spec.dtype), queue);
+  }
 
   // A fence after everything enqueued on `queue` so far (nullptr queue: an already signalled one).
   virtual Result record(WorkQueue* queue, Fence** fence) = 0;

@@ -491,6 +491,62 @@ INSTANTIATE_TEST_SUITE_P(Placements, OpenclBackendReduceTest,
                            }
                          });
 
+// reduceDual stores the very bytes reduce() computes in both destinations, whatever memory the
+// second one is (a plain host slot is wrapped, a misaligned one gets a copy), synchronously and on a
+// work queue.
+TEST_P(OpenclBackendReduceTest, DualStoresTheSameBytesTwice) {
+  const Placement placement = GetParam();
+  std::mt19937_64 rng(77 + static_cast<int>(placement));
+  WorkQueue* q = nullptr;
+  ASSERT_EQ(dev_->openQueue(nullptr, &q), Result::kSuccess) << lastError();
+  for (int t = 0; t < kNumDataTypes; ++t) {
+    const auto dtype = static_cast<DataType>(t);
+    if ((dev_->caps().dtypes & (1u << t)) == 0) continue;
+    const size_t size = dataTypeSize(dtype);
+    const size_t count = 1003;
+    const size_t bytes = count * size;
+    const bool odd = placement == Placement::kOddOffsets;
+    Buffers da(dev_, Placement::kCoarse, bytes, 0);
+    Buffers db(dev_, Placement::kCoarse, bytes, 0);
+    Buffers dd(dev_, Placement::kCoarse, bytes, 0);
+    Buffers d2(dev_, placement, bytes, odd ? 3 * size : 0);
+    for (const bool queued : {false, true}) {
+      for (const bool pre : {false, true}) {
+        SCOPED_TRACE(std::string(placementName(placement)) + " " + dataTypeName(dtype) + (queued ? " queued" : "") +
+                     (pre ? " pre" : ""));
+        ReduceSpec spec;
+        spec.dtype = dtype;
+        spec.op = RedOpKind::kSum;
+        spec.preMul = pre;
+        encodeScalar(dtype, 1.0 / 3.0, spec.scalar);
+        const auto a = testing::randomElements(static_cast<int>(dtype), count, rng);
+        const auto b = testing::randomElements(static_cast<int>(dtype), count, rng);
+        da.put(a);
+        db.put(b);
+        ASSERT_EQ(dev_->reduce(dd.ptr(), da.ptr(), db.ptr(), count, spec, true, true, nullptr), Result::kSuccess);
+        const auto want = dd.get(bytes);
+        dd.put(std::vector<uint8_t>(bytes, 0xcd));
+        d2.put(std::vector<uint8_t>(bytes, 0xab));
+        ASSERT_EQ(
+            dev_->reduceDual(dd.ptr(), d2.ptr(), da.ptr(), db.ptr(), count, spec, true, true, queued ? q : nullptr),
+            Result::kSuccess)
+            << lastError();
+        if (queued) {
+          Fence* f = nullptr;
+          ASSERT_EQ(dev_->record(q, &f), Result::kSuccess);
+          Result r = Result::kInProgress;
+          for (int i = 0; i < 1000000 && r == Result::kInProgress; ++i) r = dev_->query(f);
+          dev_->releaseFence(f);
+          ASSERT_EQ(r, Result::kSuccess) << lastError();
+        }
+        EXPECT_TRUE(dd.get(bytes) == want) << "first destination";
+        EXPECT_TRUE(d2.get(bytes) == want) << "second destination";
+      }
+    }
+  }
+  ASSERT_EQ(dev_->closeQueue(q), Result::kSuccess);
+}
+
 TEST_F(OpenclBackendTest, ReduceInPlace) {
   const size_t n = 517;
   std::mt19937_64 rng(99);

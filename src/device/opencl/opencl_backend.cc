@@ -103,7 +103,7 @@ cl_ulong offsetOf(const Operand& op) { return op.kind == Operand::kMem ? op.offs
 
 // Releases retained cl_mem objects of a call's operands on every path.
 struct OperandGuard {
-  Operand* ops[3] = {};
+  Operand* ops[4] = {};
   ~OperandGuard() {
     for (Operand* o : ops) {
       if (o != nullptr) ocl::Runtime::releaseOperand(*o);
@@ -427,6 +427,16 @@ Result OpenclBackend::copy(void* dst, const void* src, size_t bytes, WorkQueue* 
 
 Result OpenclBackend::reduce(void* dst, const void* a, const void* b, size_t count, const ReduceSpec& spec,
                              bool applyPre, bool applyPost, WorkQueue* queue) {
+  return reduceImpl(dst, nullptr, a, b, count, spec, applyPre, applyPost, queue);
+}
+
+Result OpenclBackend::reduceDual(void* dst, void* dst2, const void* a, const void* b, size_t count,
+                                 const ReduceSpec& spec, bool applyPre, bool applyPost, WorkQueue* queue) {
+  return reduceImpl(dst, dst2, a, b, count, spec, applyPre, applyPost, queue);
+}
+
+Result OpenclBackend::reduceImpl(void* dst, void* dst2, const void* a, const void* b, size_t count,
+                                 const ReduceSpec& spec, bool applyPre, bool applyPost, WorkQueue* queue) {
   MIXCCL_TRY(validateReduce(dst, b, count, spec));
   if (count == 0) return Result::kSuccess;
   const bool pre = applyPre && spec.preMul;
@@ -434,7 +444,10 @@ Result OpenclBackend::reduce(void* dst, const void* a, const void* b, size_t cou
   const size_t size = dataTypeSize(spec.dtype);
   const size_t bytes = count * size;
   // Nothing to compute: copy the bits, as the host does (no NaN quietening).
-  if (a == nullptr && !pre && !post) return copy(dst, b, bytes, queue);
+  if (a == nullptr && !pre && !post) {
+    MIXCCL_TRY(copy(dst, b, bytes, queue));
+    return dst2 != nullptr ? copy(dst2, b, bytes, queue) : Result::kSuccess;
+  }
   const cl_int flags = (a != nullptr ? 1 : 0) | (pre ? 2 : 0) | (post ? 4 : 0);
   cl_kernel k = nullptr;
   MIXCCL_TRY(rt_->reduceKernel(spec.dtype, flags, &k));
@@ -444,20 +457,24 @@ Result OpenclBackend::reduce(void* dst, const void* a, const void* b, size_t cou
   // bounce allocation, a slot per operand. On a device that shares host memory, suitably aligned
   // plain host memory (transport slots, mostly) is wrapped in a zero-copy buffer instead: no
   // allocation, no copy in or out, two commands fewer per step.
-  Operand ops[3] = {rt_->resolve(dst, bytes), a ? rt_->resolve(a, bytes) : Operand{}, rt_->resolve(b, bytes)};
-  OperandGuard guard{{&ops[0], &ops[1], &ops[2]}};
-  const void* ptrs[3] = {dst, a, b};
-  bool bounce[3] = {};
+  // ops[3] is the second destination: the kernel stores into it only when it can take it directly
+  // (SVM, or aligned host memory it can wrap); otherwise the result is copied there afterwards.
+  Operand ops[4] = {rt_->resolve(dst, bytes), a ? rt_->resolve(a, bytes) : Operand{}, rt_->resolve(b, bytes),
+                    dst2 ? rt_->resolve(dst2, bytes) : Operand{}};
+  OperandGuard guard{{&ops[0], &ops[1], &ops[2], &ops[3]}};
+  const void* ptrs[4] = {dst, a, b, dst2};
+  bool bounce[4] = {};
   size_t nBounce = 0;
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < 4; ++i) {
     if (ptrs[i] == nullptr) continue;
     const auto addr = reinterpret_cast<uintptr_t>(ptrs[i]);
     if (ops[i].kind == Operand::kHost && rt_->zeroCopyHost() && addr % rt_->hostPtrAlign() == 0) {
       MIXCCL_TRY(wrapHost(rt_->context(), const_cast<void*>(ptrs[i]), bytes, &ops[i]));
     }
     bounce[i] = ops[i].kind == Operand::kHost || addr % size != 0;
-    nBounce += bounce[i] ? 1 : 0;
+    nBounce += bounce[i] && i < 3 ? 1 : 0;
   }
+  const bool dual = dst2 != nullptr && !bounce[3];
   const size_t slot = (bytes + 127) / 128 * 128;
   void* tmp = nullptr;
   if (nBounce > 0) {
@@ -506,12 +523,16 @@ Result OpenclBackend::reduce(void* dst, const void* a, const void* b, size_t cou
       MIXCCL_TRY(setArg<cl_ulong>(k, ocl::kArgScalar, scalarBits));
       MIXCCL_TRY(setArg<cl_ulong>(k, ocl::kArgDivisor, spec.divisor));
       MIXCCL_TRY(setArg<cl_ulong>(k, ocl::kArgDivBits, divBits));
+      MIXCCL_TRY(setPointerArg(k, ocl::kArgDst2, dual ? ops[3] : use[0]));
+      MIXCCL_TRY(setArg<cl_ulong>(k, ocl::kArgDst2Off, offsetOf(dual ? ops[3] : use[0])));
+      MIXCCL_TRY(setArg<cl_int>(k, ocl::kArgDual, dual ? 1 : 0));
       cl_int err = clEnqueueNDRangeKernel(q, k, 1, nullptr, &global, nullptr, 0, nullptr, nullptr);
       if (err != CL_SUCCESS) return clFail(err, "clEnqueueNDRangeKernel(reduce)");
       return Result::kSuccess;
     }();
   }
   if (r == Result::kSuccess && bounce[0]) r = enqueueCopy(q, ops[0], use[0], bytes, nullptr);
+  if (r == Result::kSuccess && dst2 != nullptr && !dual) r = enqueueCopy(q, ops[3], use[0], bytes, nullptr);
   cl_event last = nullptr;
   if (tmp != nullptr) {
     cl_int err = clEnqueueSVMFree(q, 1, &tmp, nullptr, nullptr, 0, nullptr, &last);

@@ -80,6 +80,10 @@ class OpenclBackend final : public DeviceBackend {
   Result copy(void* dst, const void* src, size_t bytes, WorkQueue* queue) override;
   Result reduce(void* dst, const void* a, const void* b, size_t count, const ReduceSpec& spec, bool applyPre,
                 bool applyPost, WorkQueue* queue) override;
+  // One kernel that stores the result in both destinations, when `dst2` is SVM or wrappable host
+  // memory (a transport slot); otherwise reduce() then copy().
+  Result reduceDual(void* dst, void* dst2, const void* a, const void* b, size_t count, const ReduceSpec& spec,
+                    bool applyPre, bool applyPost, WorkQueue* queue) override;
 
   Result record(WorkQueue* queue, Fence** fence) override;
   Result markStart(void* stream, Fence** fence) override;
@@ -97,6 +101,8 @@ class OpenclBackend final : public DeviceBackend {
  private:
   cl_command_queue queueOf(WorkQueue* queue) const;
   Result enqueueCopy(cl_command_queue q, const ocl::Operand& dst, const ocl::Operand& src, size_t bytes, cl_event* ev);
+  Result reduceImpl(void* dst, void* dst2, const void* a, const void* b, size_t count, const ReduceSpec& spec,
+                    bool applyPre, bool applyPost, WorkQueue* queue);
   Result finish(cl_command_queue q, cl_event last, bool wait, const char* what);
 
   ocl::Runtime* rt_;

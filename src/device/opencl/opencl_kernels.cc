@@ -168,7 +168,8 @@ inline uchar scal_e5m2(ulong bits) { return (uchar)bits; }
  * The flags argument repeats FLAGS and is not read. op: 0 sum, 1 prod, 2 max, 3 min. */
 #define REDUCE_VARIANT(NAME, N, S, C, LOAD, STORE, FLAGS)                                                \
   kernel void NAME(global S* dst, ulong dOff, global const S* a, ulong aOff, global const S* b, ulong bOff, \
-                   ulong n, int op, int flags, ulong scalarBits, ulong divisor, ulong divBits) {          \
+                   ulong n, int op, int flags, ulong scalarBits, ulong divisor, ulong divBits,            \
+                   global S* dst2, ulong d2Off, int dual) {                                              \
     const size_t i = get_global_id(0);                                                                   \
     if (i >= n) return;                                                                                  \
     global S* d = (global S*)((global uchar*)dst + dOff);                                                \
@@ -194,7 +195,9 @@ inline uchar scal_e5m2(ulong bits) { return (uchar)bits; }
       if (post) y = LOAD(STORE(y));                                                                      \
     }                                                                                                    \
     if (post) y = div_##N(y, divisor, divBits);                                                          \
-    d[i] = STORE(y);                                                                                     \
+    const S out = STORE(y);                                                                              \
+    d[i] = out;                                                                                          \
+    if (dual) ((global S*)((global uchar*)dst2 + d2Off))[i] = out;                                      \
   }
 
 #define REDUCE_KERNEL(NAME, N, S, C, LOAD, STORE)      \

@@ -7,11 +7,13 @@
 //
 // Kernel signatures (all operands are a global pointer plus a byte offset):
 //   reduce_<dtype>_<flags>(dst, dOff, a, aOff, b, bOff, ulong n, int op, int flags, ulong scalarBits,
-//                          ulong divisor, ulong divBits)
+//                          ulong divisor, ulong divBits, dst2, d2Off, int dual)
 //     op: 0 sum, 1 prod, 2 max, 3 min; flags (0..7, part of the name, fixed at compile time):
 //     1 = a present, 2 = pre(), 4 = post();
 //     scalarBits: the ReduceSpec scalar's 8 bytes, little-endian; divisor: the integer divisor;
-//     divBits: the divisor converted to the arithmetic type (float or double bits).
+//     divBits: the divisor converted to the arithmetic type (float or double bits);
+//     dual != 0: the result is stored at dst2 + d2Off as well (a run-time flag: it only decides
+//     whether a second store happens, never what is computed).
 //   copy_bytes(dst, dOff, src, sOff, ulong n)
 
 #include "common/types.h"
@@ -38,6 +40,9 @@ enum ReduceArg : unsigned {
   kArgScalar,
   kArgDivisor,
   kArgDivBits,
+  kArgDst2,
+  kArgDst2Off,
+  kArgDual,
 };
 
 }  // namespace mixccl::ocl
