@@ -173,6 +173,7 @@ class Rank:
     def __init__(self, net, i, argv, env):
         self.index = i
         self.lines = []
+        self.first_error = None  # when its first error line arrived (diagnostics of a late rank)
         self.ended = None
         # ip netns exec and unshare exec the next program, and so does sh: the pid is the rank's.
         cmd = ["ip", "netns", "exec", net.ns(i), "unshare", "--uts", "sh", "-c", 'hostname "$0" && exec "$@"',
@@ -184,6 +185,8 @@ class Rank:
     def _read(self):
         for line in self.proc.stdout:
             self.lines.append(line.rstrip("\n"))
+            if self.first_error is None and self.errors():
+                self.first_error = time.monotonic()
         self.proc.wait()
         self.ended = time.monotonic()
 
@@ -271,6 +274,10 @@ def run_failing(scenario, args, prefix, port):
             return False, {}
         t0 = time.monotonic()
         inject(net, scenario, k)
+        injected = time.monotonic() - t0
+        if injected > 1.0:
+            # `ip link set` waits for the kernel's RTNL lock (a namespace torn down next door holds it).
+            print(f"{scenario}: injecting the fault took {injected:.1f} s")
         until = t0 + args.limit + 15  # past the limit, to measure late ranks instead of only failing
         while time.monotonic() < until and any(r.ended is None for r in ranks):
             time.sleep(0.05)
@@ -281,7 +288,9 @@ def run_failing(scenario, args, prefix, port):
             first = next(iter(r.errors()), "(no error line)")
             role = "cut off" if r.index == k else "survivor"
             shown = f"{t:5.1f} s" if t is not None else " never"
-            print(f"{scenario}: rank {r.index} ({role}) failed after {shown}, exit {r.proc.poll()}: {first.strip()}")
+            said = f"{r.first_error - t0:.1f} s" if r.first_error is not None else "never"
+            print(f"{scenario}: rank {r.index} ({role}) failed after {shown} (first error line after {said}), "
+                  f"exit {r.proc.poll()}: {first.strip()}")
             if t is None or t > args.limit or r.proc.returncode == 0:
                 ok = False
         host = net.host(k)
