@@ -92,11 +92,13 @@ TEST(FdLimitTest, RootOutOfDescriptorsBacksOffAndNamesTheLimit) {
     if (createUniqueId(&id, /*honourCommIdEnv=*/false) != Result::kSuccess) _exit(21);
     uint8_t wire[UniqueIdData::kBytes];
     id.encode(wire);
-    if (write(fds[1], wire, sizeof(wire)) != static_cast<ssize_t>(sizeof(wire))) _exit(22);
-    close(fds[1]);
+    // Every descriptor is taken before the ranks learn the id (the root thread accepts as soon as
+    // they connect; filling the table afterwards raced with it on a loaded machine), and the
+    // pipe stays open: closing it would free a descriptor for the root.
     while (open("/dev/null", O_RDONLY) >= 0) {
     }
     if (errno != EMFILE) _exit(23);
+    if (write(fds[1], wire, sizeof(wire)) != static_cast<ssize_t>(sizeof(wire))) _exit(22);
     // The root gives up after kTimeoutSec and answers the queued ranks within half a second.
     sleep(kTimeoutSec + 2);
     _exit(0);
