@@ -171,13 +171,14 @@ class ShmRecvConnection final : public RecvConnection {
   }
 
   Result peekAt(size_t ahead, const void** data, size_t* bytes, uint64_t* stamp) override {
-    const uint64_t want = tail_ + ahead;
-    if (want >= cachedHead_) {
+    // Counted modulo 2^64 like the sender's head: a head the peer moved behind the tail is not "no
+    // message" but a message whose size is checked below.
+    if (cachedHead_ - tail_ <= ahead) {
       cachedHead_ = map_.head()->load(std::memory_order_acquire);
-      if (want >= cachedHead_) return ahead == 0 ? waitIdle() : Result::kInProgress;
+      if (cachedHead_ - tail_ <= ahead) return ahead == 0 ? waitIdle() : Result::kInProgress;
     }
     watch_.progressed();
-    uint64_t idx = want % depth_;
+    uint64_t idx = (tail_ + ahead) % depth_;
     *data = map_.slot(depth_, slotBytes_, idx);
     const ShmSlotMeta meta = map_.meta()[idx];
     *bytes = meta.bytes;
