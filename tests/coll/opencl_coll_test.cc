@@ -15,6 +15,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #if !defined(MIXCCL_HAVE_OPENCL)
 
 TEST(OpenclColl, NotBuilt) { GTEST_SKIP() << "mixccl was built without OpenCL headers; the backend is absent"; }
@@ -23,6 +25,7 @@ TEST(OpenclColl, NotBuilt) { GTEST_SKIP() << "mixccl was built without OpenCL he
 
 #include <nccl.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -301,8 +304,9 @@ void OpenclCollTest::runPattern(const std::string& pattern, bool blocking) {
     for (const Case& k : cases) {
       const Contents in = initialContents(k, n, rank);
       // The reference: all-host ranks, blocking.
-      std::memcpy(refSend.data(), in.send.data(), in.send.size());
-      std::memcpy(refRecv.data(), in.recv.data(), in.recv.size());
+      // std::copy, not memcpy: an empty vector's data() may be null (undefined for memcpy).
+      std::copy(in.send.begin(), in.send.end(), refSend.begin());
+      std::copy(in.recv.begin(), in.recv.end(), refRecv.begin());
       ncclResult_t res = issue(k, ref.comm(rank), n, rank, refSend.data(), refRecv.data(), nullptr);
       ASSERT_EQ(res, ncclSuccess) << "host reference " << k.name() << ": " << ncclGetLastError(ref.comm(rank));
       // The run under test.
@@ -314,8 +318,8 @@ void OpenclCollTest::runPattern(const std::string& pattern, bool blocking) {
         }
         ASSERT_EQ(clEnqueueSVMMemcpy(q, wait, recv, in.recv.data(), in.recv.size(), 0, nullptr, nullptr), CL_SUCCESS);
       } else {
-        std::memcpy(send, in.send.data(), in.send.size());
-        std::memcpy(recv, in.recv.data(), in.recv.size());
+        std::copy(in.send.begin(), in.send.end(), s8);
+        std::copy(in.recv.begin(), in.recv.end(), r8);
       }
       res = issue(k, test.comm(rank), n, rank, s8, r8, dev ? stream : nullptr);
       ASSERT_EQ(res, ncclSuccess) << pattern << " " << k.name() << " rank " << rank << ": "
