@@ -15,8 +15,6 @@
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
-
 #if !defined(MIXCCL_HAVE_OPENCL)
 
 TEST(OpenclColl, NotBuilt) { GTEST_SKIP() << "mixccl was built without OpenCL headers; the backend is absent"; }
