@@ -23,6 +23,7 @@ import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -167,16 +168,23 @@ def main():
     env.pop("NCCL_DEBUG_FILE", None)
     if args.transport == "tcp":
         env["NCCL_SHM_DISABLE"] = "1"
-    # The rendezvous root listens only while the ranks register (milliseconds): name its port
-    # here so the noise can hammer it from before the job starts.
+    # The rendezvous root listens only while the ranks register: name its port here so the noise
+    # can hammer it from before the job starts, and hold the last rank back (a gate file, bounded
+    # wait) until the noise has reached the root. Otherwise the window is milliseconds, and on a
+    # loaded machine the noise threads may not run at all inside it.
     probe = socket.socket()
     probe.bind(("127.0.0.1", 0))
     root_port = probe.getsockname()[1]
     probe.close()
     env["NCCL_COMM_ID"] = f"127.0.0.1:{root_port}"
     root = ("root", socket.AF_INET, "127.0.0.1", root_port)
-    cmd = [args.mixcclrun, "-np", str(args.np), args.perf, "-b", "8", "-e", "4M", "-f", "2", "-c", "1", "-n", "40",
-           "-w", "2"]
+    gate = tempfile.NamedTemporaryFile(prefix="port_noise_gate_", delete=False).name
+    os.unlink(gate)
+    held_rank = args.np - 1  # not rank 0: the root lives in rank 0's process
+    hold = (f'if [ "$RANK" = {held_rank} ]; then i=0; while [ ! -e {gate} ] && [ $i -lt 600 ]; do sleep 0.1; '
+            f'i=$((i+1)); done; fi; exec "$@"')
+    cmd = [args.mixcclrun, "-np", str(args.np), "/bin/sh", "-c", hold, "sh", args.perf, "-b", "8", "-e", "4M", "-f",
+           "2", "-c", "1", "-n", "40", "-w", "2"]
     noise = Noise(args.seed)
     stop = threading.Event()
     targets = set()  # filled by the scanner; the root's port is known in advance
@@ -202,7 +210,11 @@ def main():
                 time.sleep(0.005)
                 continue
             with noise.lock:
-                target = noise.rng.choice(now)
+                # The least-hit ports first: a rank's listener that lives for the whole (short)
+                # job is then hit as soon as the scanner finds it, however few turns the noise
+                # threads get on a loaded machine; random picks could miss it.
+                fewest = min(noise.hits.get(t, 0) for t in now)
+                target = noise.rng.choice([t for t in now if noise.hits.get(t, 0) == fewest])
             noise.one(target)
 
     def root_thrower():
@@ -210,6 +222,8 @@ def main():
         # job and does nothing else until it has hit the root enough (refused connects are cheap).
         while not stop.is_set() and noise.hits.get(root, 0) < 200:
             noise.one(root)
+            if noise.hits.get(root, 0) >= 20 and not os.path.exists(gate):
+                open(gate, "w").close()  # enough: let the held rank register
 
     targets.add(root)
     hammer = threading.Thread(target=root_thrower)
@@ -231,6 +245,8 @@ def main():
         for t in threads:
             t.join()
         noise.release_held(everything=True)
+        if os.path.exists(gate):
+            os.unlink(gate)
 
     ok = True
     pids = {t[0] for t in seen}
