@@ -18,6 +18,9 @@
 //     origin   : Output[seg]                                      -> next
 //     relay    : recv prev -> Output[seg]                         and -> next
 //     terminal : recv prev -> Output[seg]
+// With FIFO depth >= 2 (the plain ring order) a rank's reduce-scatter terminal and all-gather
+// origin are one step over the same segment: recv prev + Input[seg] -> Output[seg], finalize,
+// and -> next.
 // Rounds follow each other directly, so round j+1 streams behind round j around the ring and a
 // message never exceeds chunkElems (a segment is at most ceil(n*chunk / n) = chunk elements).
 // Filling the low segments first keeps ring_pass.h's anchor property when chains are skipped: the
@@ -35,7 +38,7 @@
 //    segments of the current round, all of which this rank already read in the first pass.
 //
 // Cost (n ranks, c = count, k = number of rounds = ceil(c / (n*chunkElems))): 2n steps per rank
-// and round, 2(n-1) messages sent per rank and round, about 2(n-1)/n * c elements sent per rank
+// and round (2n - 1 when fused), 2(n-1) messages sent per rank and round, about 2(n-1)/n * c elements sent per rank
 // (exactly: per round, every segment but the one it terminates in each pass). n == 1 is one
 // local step Input -> Output with finalize.
 
@@ -53,6 +56,13 @@ void buildRingAllReduce(const CollArgs& a, Schedule* s) {
   const int prev = ringPeer(a.rank, -1, n);
   const int next = ringPeer(a.rank, 1, n);
   const uint64_t un = static_cast<uint64_t>(n);
+  const bool anchored = ringAnchored(a.fifoDepth);
+  // In the plain order a rank's reduce-scatter terminal and its all-gather origin are adjacent
+  // steps over the same segment (chain rank+1 ends here with segment `rank`; chain `rank` starts
+  // here with it). One step does both: the final value goes to Output and into the message, one
+  // pass over the data where two steps read it back from Output (a fused kernel on a device).
+  // The anchored order separates them (rank 0 defers chain 0), so it keeps two steps.
+  const bool fused = !anchored;
   const uint64_t roundElems = a.chunkElems > UINT64_MAX / un ? UINT64_MAX : a.chunkElems * un;
   forEachChunk(a.count, roundElems, [&](uint64_t roundOff, uint64_t m) {
     const uint64_t base = m / un;
@@ -60,7 +70,7 @@ void buildRingAllReduce(const CollArgs& a, Schedule* s) {
     auto segOffset = [&](int b) { return roundOff + b * base + std::min<uint64_t>(b, extra); };
     auto segCount = [&](int b) { return base + (static_cast<uint64_t>(b) < extra ? 1 : 0); };
 
-    forEachRingStep(a.rank, n, ringAnchored(a.fifoDepth), [&](int origin, RingRole role) {
+    forEachRingStep(a.rank, n, anchored, [&](int origin, RingRole role) {
       const int seg = ringPeer(origin, -1, n);
       if (segCount(seg) == 0) return;
       Step st;
@@ -74,13 +84,15 @@ void buildRingAllReduce(const CollArgs& a, Schedule* s) {
         st.dst = Buf::kOutput;
         st.dstOffset = segOffset(seg);
         st.finalize = true;
+        if (fused) st.sendPeer = next;  // the all-gather pass's origin step, folded in
       }
       s->steps.push_back(st);
     });
 
-    forEachRingStep(a.rank, n, ringAnchored(a.fifoDepth), [&](int origin, RingRole role) {
+    forEachRingStep(a.rank, n, anchored, [&](int origin, RingRole role) {
       const int seg = origin;
       if (segCount(seg) == 0) return;
+      if (fused && role == RingRole::kOrigin) return;  // sent by the reduce-scatter terminal
       Step st;
       st.count = segCount(seg);
       if (role == RingRole::kOrigin) {

@@ -463,8 +463,9 @@ TEST(ScheduleShape, SingleRankIsOneLocalStep) {
 
 // The step counts stated in the algorithm files.
 TEST(ScheduleShape, StepCounts) {
-  auto steps = [](CollKind k, int n, int rank, uint64_t count, uint64_t chunk, int root = 0) {
+  auto steps = [](CollKind k, int n, int rank, uint64_t count, uint64_t chunk, int root = 0, uint32_t depth = 1) {
     CollArgs a;
+    a.fifoDepth = depth;
     a.kind = k;
     a.nranks = n;
     a.rank = rank;
@@ -475,8 +476,10 @@ TEST(ScheduleShape, StepCounts) {
     EXPECT_EQ(buildSchedule(a, &s), Result::kSuccess);
     return s.steps.size();
   };
-  // AllReduce: 2n steps per round of n*chunk elements (3 rounds here).
+  // AllReduce: 2n steps per round of n*chunk elements (3 rounds here); with FIFO depth >= 2 the
+  // reduce-scatter terminal also sends (it is the all-gather origin): 2n - 1.
   EXPECT_EQ(steps(CollKind::kAllReduce, 4, 1, 4 * 8 * 3, 8), 3u * 2 * 4);
+  EXPECT_EQ(steps(CollKind::kAllReduce, 4, 1, 4 * 8 * 3, 8, 0, 2), 3u * (2 * 4 - 1));
   EXPECT_EQ(steps(CollKind::kReduceScatter, 4, 1, 10, 3), 4u * 4);
   EXPECT_EQ(steps(CollKind::kAllGather, 5, 3, 10, 3), 4u * 5);
   EXPECT_EQ(steps(CollKind::kBroadcast, 5, 3, 10, 3), 4u);
