@@ -319,10 +319,22 @@ TEST_F(OpenclBackendTest, WorkQueueReduceCompletesThroughItsFence) {
   ASSERT_EQ(dev_->copy(out.data(), da, n * 4, wq), Result::kSuccess);
   Fence* done = nullptr;
   ASSERT_EQ(dev_->record(wq, &done), Result::kSuccess);
+  // The fence is the last command's own event (no marker): the data is there once it signals.
   EXPECT_EQ(pollFence(dev_, done, std::chrono::seconds(30)), Result::kSuccess);
   dev_->releaseFence(done);
   for (size_t i = 0; i < n; i += 997) ASSERT_EQ(out[i], a[i] + 1.25f) << i;
   EXPECT_EQ(out[n - 1], a[n - 1] + 1.25f);
+  // A record with no work since the last one (a marker then) and one after a reduce alone.
+  ASSERT_EQ(dev_->record(wq, &done), Result::kSuccess);
+  EXPECT_EQ(pollFence(dev_, done, std::chrono::seconds(30)), Result::kSuccess);
+  dev_->releaseFence(done);
+  ASSERT_EQ(dev_->reduce(db, da, db, n, spec, false, false, wq), Result::kSuccess) << lastError();
+  ASSERT_EQ(dev_->record(wq, &done), Result::kSuccess);
+  EXPECT_EQ(pollFence(dev_, done, std::chrono::seconds(30)), Result::kSuccess);
+  dev_->releaseFence(done);
+  std::vector<float> twice(n, 0.0f);
+  ASSERT_EQ(dev_->copy(twice.data(), db, n * 4, nullptr), Result::kSuccess);
+  EXPECT_EQ(twice[n - 1], a[n - 1] + 1.25f + 1.25f);
   EXPECT_EQ(dev_->closeQueue(wq), Result::kSuccess);
   EXPECT_EQ(dev_->free(da), Result::kSuccess);
   EXPECT_EQ(dev_->free(db), Result::kSuccess);

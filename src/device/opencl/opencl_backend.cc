@@ -28,6 +28,10 @@ using ocl::RangeKind;
 // would define them too); these are cast to and from them.
 struct OclQueue {
   cl_command_queue q;
+  // The event of the last command copy() or reduce() enqueued and record() has not taken yet:
+  // record() hands it out as the fence instead of enqueueing a marker behind it (one command
+  // fewer per step; the queue is in order, so it signals exactly when a marker would).
+  cl_event last = nullptr;
 };
 struct OclFence {
   cl_event ev;
@@ -335,6 +339,7 @@ Result OpenclBackend::closeQueue(WorkQueue* queue) {
   auto* q = reinterpret_cast<OclQueue*>(queue);
   // Work still queued must not outlive the memory it uses; it is bounded by the work itself.
   cl_int err = clFinish(q->q);
+  if (q->last != nullptr) clReleaseEvent(q->last);
   clReleaseCommandQueue(q->q);
   delete q;
   if (err != CL_SUCCESS) return clFail(err, "clFinish on a closing work queue");
@@ -354,6 +359,14 @@ Result OpenclBackend::finish(cl_command_queue q, cl_event last, bool wait, const
   if (last != nullptr) clReleaseEvent(last);
   if (err != CL_SUCCESS) return clFail(err, what);
   return Result::kSuccess;
+}
+
+Result OpenclBackend::complete(WorkQueue* queue, cl_command_queue q, cl_event last, const char* what) {
+  if (queue == nullptr || last == nullptr) return finish(q, last, queue == nullptr, what);
+  auto* wq = reinterpret_cast<OclQueue*>(queue);
+  if (wq->last != nullptr) clReleaseEvent(wq->last);
+  wq->last = last;
+  return finish(q, nullptr, false, what);
 }
 
 Result OpenclBackend::enqueueCopy(cl_command_queue q, const Operand& dst, const Operand& src, size_t bytes,
@@ -422,7 +435,7 @@ Result OpenclBackend::copy(void* dst, const void* src, size_t bytes, WorkQueue* 
   } else {
     MIXCCL_TRY(enqueueCopy(q, d, s, bytes, &last));
   }
-  return finish(q, last, queue == nullptr, "opencl copy");
+  return complete(queue, q, last, "opencl copy");
 }
 
 Result OpenclBackend::reduce(void* dst, const void* a, const void* b, size_t count, const ReduceSpec& spec,
@@ -485,6 +498,13 @@ Result OpenclBackend::reduceImpl(void* dst, void* dst2, const void* a, const voi
   }
   Operand use[3] = {ops[0], ops[1], ops[2]};
   Result r = Result::kSuccess;
+  // The event of the last command enqueued from the kernel on (complete() keeps it for record()).
+  cl_event tail = nullptr;
+  auto tailOut = [&tail]() {
+    if (tail != nullptr) clReleaseEvent(tail);
+    tail = nullptr;
+    return &tail;
+  };
   size_t next = 0;
   for (int i = 0; i < 3 && r == Result::kSuccess; ++i) {
     if (!bounce[i]) continue;
@@ -526,14 +546,19 @@ Result OpenclBackend::reduceImpl(void* dst, void* dst2, const void* a, const voi
       MIXCCL_TRY(setPointerArg(k, ocl::kArgDst2, dual ? ops[3] : use[0]));
       MIXCCL_TRY(setArg<cl_ulong>(k, ocl::kArgDst2Off, offsetOf(dual ? ops[3] : use[0])));
       MIXCCL_TRY(setArg<cl_int>(k, ocl::kArgDual, dual ? 1 : 0));
-      cl_int err = clEnqueueNDRangeKernel(q, k, 1, nullptr, &global, nullptr, 0, nullptr, nullptr);
+      cl_int err = clEnqueueNDRangeKernel(q, k, 1, nullptr, &global, nullptr, 0, nullptr, tailOut());
       if (err != CL_SUCCESS) return clFail(err, "clEnqueueNDRangeKernel(reduce)");
       return Result::kSuccess;
     }();
   }
-  if (r == Result::kSuccess && bounce[0]) r = enqueueCopy(q, ops[0], use[0], bytes, nullptr);
-  if (r == Result::kSuccess && dst2 != nullptr && !dual) r = enqueueCopy(q, ops[3], use[0], bytes, nullptr);
+  if (r == Result::kSuccess && bounce[0]) r = enqueueCopy(q, ops[0], use[0], bytes, tailOut());
+  if (r == Result::kSuccess && dst2 != nullptr && !dual) r = enqueueCopy(q, ops[3], use[0], bytes, tailOut());
   cl_event last = nullptr;
+  if (tmp == nullptr && queue != nullptr && r == Result::kSuccess) {
+    std::swap(last, tail);
+  } else if (tail != nullptr) {
+    clReleaseEvent(tail);
+  }
   if (tmp != nullptr) {
     cl_int err = clEnqueueSVMFree(q, 1, &tmp, nullptr, nullptr, 0, nullptr, &last);
     if (err != CL_SUCCESS) {
@@ -542,8 +567,8 @@ Result OpenclBackend::reduceImpl(void* dst, void* dst2, const void* a, const voi
       if (r == Result::kSuccess) r = clFail(err, "clEnqueueSVMFree");
       return r;
     }
-  } else if (queue == nullptr || r != Result::kSuccess) {
-    // Only a caller that waits needs an event; on a work queue the engine's record() follows.
+  } else if (last == nullptr) {
+    // A caller that waits (or cleans up after a failure) needs an event to wait for.
     cl_int err = clEnqueueMarkerWithWaitList(q, 0, nullptr, &last);
     if (err != CL_SUCCESS && r == Result::kSuccess) r = clFail(err, "clEnqueueMarkerWithWaitList");
   }
@@ -552,7 +577,7 @@ Result OpenclBackend::reduceImpl(void* dst, void* dst2, const void* a, const voi
     (void)finish(q, last, true, "opencl reduce cleanup");
     return r;
   }
-  return finish(q, last, queue == nullptr, "opencl reduce");
+  return complete(queue, q, last, "opencl reduce");
 }
 
 // ---- fences and gates --------------------------------------------------------------------------
@@ -561,8 +586,14 @@ Result OpenclBackend::record(WorkQueue* queue, Fence** fence) {
   if (fence == nullptr) return fail(Result::kInvalidArgument, "opencl record: null output pointer");
   *fence = nullptr;
   if (queue == nullptr) return Result::kSuccess;
-  cl_command_queue q = queueOf(queue);
-  cl_event ev = nullptr;
+  auto* wq = reinterpret_cast<OclQueue*>(queue);
+  cl_command_queue q = wq->q;
+  cl_event ev = wq->last;
+  wq->last = nullptr;
+  if (ev != nullptr) {
+    *fence = reinterpret_cast<Fence*>(new OclFence{ev});
+    return Result::kSuccess;
+  }
   cl_int err = clEnqueueMarkerWithWaitList(q, 0, nullptr, &ev);
   if (err != CL_SUCCESS) return clFail(err, "clEnqueueMarkerWithWaitList (record)");
   clFlush(q);

@@ -104,6 +104,9 @@ class OpenclBackend final : public DeviceBackend {
   Result reduceImpl(void* dst, void* dst2, const void* a, const void* b, size_t count, const ReduceSpec& spec,
                     bool applyPre, bool applyPost, WorkQueue* queue);
   Result finish(cl_command_queue q, cl_event last, bool wait, const char* what);
+  // finish() for copy() and reduce(): on a work queue, `last` (owned) becomes the queue's last
+  // event for record(); otherwise it waits for it.
+  Result complete(WorkQueue* queue, cl_command_queue q, cl_event last, const char* what);
 
   ocl::Runtime* rt_;
 };
