@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/socket.h>
@@ -67,6 +68,15 @@ std::string makeJobSecret() {
   return out;
 }
 
+// Cores this process may run on (its affinity mask, as a container or taskset limits it).
+static int usableCores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  const long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? static_cast<int>(std::min(n, 4096L)) : 1;
+}
+
 std::vector<std::string> rankEnvironment(const Options& o, int rank, const Ports& ports) {
   // A map keyed by name keeps one entry per variable, whatever order they were set in.
   std::map<std::string, std::string> vars;
@@ -92,6 +102,13 @@ std::vector<std::string> rankEnvironment(const Options& o, int rank, const Ports
   set("LOCAL_WORLD_SIZE", std::to_string(o.np));
   set("MASTER_ADDR", "127.0.0.1");
   set("MASTER_PORT", std::to_string(ports.master));
+  // A CPU OpenCL device (POCL) starts one worker thread per core in every rank process: with
+  // np ranks on the host that is np times too many threads for the cores, and the ranks' steps
+  // then wait in the scheduler behind each other's workers (docs/ENGINE.md measures it). Give
+  // each rank its share of the cores, as torchrun does with OMP_NUM_THREADS; a user's value wins.
+  if (vars.find("POCL_MAX_PTHREAD_COUNT") == vars.end()) {
+    set("POCL_MAX_PTHREAD_COUNT", std::to_string(std::max(1, usableCores() / std::max(1, o.np))));
+  }
   // A user's NCCL_COMM_ID wins: they may want a fixed port or interface.
   if (vars.find("NCCL_COMM_ID") == vars.end()) {
     set("NCCL_COMM_ID", "127.0.0.1:" + std::to_string(ports.commId));

@@ -48,6 +48,17 @@ env)
     want="$r 3 $r 3 127.0.0.1 $port $id one from-parent two"
     [ "$(cat "$dir/env.$r")" = "$want" ] || fail "rank $r saw '$(cat "$dir/env.$r")', expected '$want'"
   done
+  # Each rank gets its share of the cores for a CPU OpenCL device's worker threads (at least 1);
+  # a user's POCL_MAX_PTHREAD_COUNT is kept.
+  cores=$(nproc)
+  "$run" -np 2 sh -c 'echo "$POCL_MAX_PTHREAD_COUNT" > $D/pocl.$RANK'
+  expect_rc $? 0
+  want=$((cores / 2)); [ "$want" -ge 1 ] || want=1
+  [ "$(cat "$dir/pocl.1")" = "$want" ] || fail "POCL_MAX_PTHREAD_COUNT '$(cat "$dir/pocl.1")', expected $want"
+  "$run" -np $((cores + 1)) sh -c 'echo "$POCL_MAX_PTHREAD_COUNT" > $D/pocl.$RANK'
+  [ "$(cat "$dir/pocl.0")" = "1" ] || fail "POCL_MAX_PTHREAD_COUNT '$(cat "$dir/pocl.0")' with more ranks than cores"
+  POCL_MAX_PTHREAD_COUNT=7 "$run" -np 2 sh -c 'echo "$POCL_MAX_PTHREAD_COUNT" > $D/pocl.$RANK'
+  [ "$(cat "$dir/pocl.0")" = "7" ] || fail "a user's POCL_MAX_PTHREAD_COUNT=7 became '$(cat "$dir/pocl.0")'"
   # --port P gives P and P+1; a user's NCCL_COMM_ID (ours or -x) is kept.
   "$run" -np 2 --port 29999 sh -c 'echo "$MASTER_PORT $NCCL_COMM_ID" > $D/id.$RANK'
   expect_rc $? 0
