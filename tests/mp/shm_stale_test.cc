@@ -14,6 +14,7 @@
 #include <nccl.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -132,6 +133,23 @@ int restartedRank(int rank) {
   return ncclCommDestroy(comm) == ncclSuccess ? 0 : 4;
 }
 
+// Rank `rank` of communicator `commHash` that created its rank page (listen) and then waits, as
+// if the peer exchange never came, until it is killed (at the latest when the job process ends,
+// so a failing check cannot leave it behind).
+int pageOwnerRank(uint64_t commHash, int rank, int readyFd) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  TransportContext ctx;
+  ctx.rank = rank;
+  ctx.nranks = 3;
+  ctx.commHash = commHash;
+  ctx.slotBytes = 4096;
+  ctx.fifoDepth = 2;
+  std::unique_ptr<Transport> t = makeShmTransport(ctx);
+  std::vector<uint8_t> blob;
+  if (t->listen(&blob) != Result::kSuccess || write(readyFd, "r", 1) != 1) return 1;
+  for (;;) pause();
+}
+
 // A transport of another, live communicator: its rank page and the segment of a lane into it
 // (whose sender never comes), held until the parent closes `holdFd`.
 int liveHolder(int readyFd, int holdFd) {
@@ -201,19 +219,7 @@ int runJob() {
   UniqueIdData id;
   JOB_CHECK(createUniqueId(&id) == Result::kSuccess, "id from NCCL_COMM_ID");
   int pageReady;
-  pid_t pageOwner = spawn(
-      [&id](int fd) {
-        TransportContext ctx;
-        ctx.nranks = 2;
-        ctx.commHash = id.commHash;
-        ctx.slotBytes = 4096;
-        ctx.fifoDepth = 2;
-        std::unique_ptr<Transport> t = makeShmTransport(ctx);
-        std::vector<uint8_t> blob;
-        if (t->listen(&blob) != Result::kSuccess || write(fd, "r", 1) != 1) return 1;
-        for (;;) pause();
-      },
-      &pageReady);
+  pid_t pageOwner = spawn([&id](int fd) { return pageOwnerRank(id.commHash, 0, fd); }, &pageReady);
   JOB_CHECK(pageOwner > 0 && waitReady(pageReady), "page owner did not start");
   kill(pageOwner, SIGKILL);
   exitStatus(pageOwner);
@@ -284,18 +290,69 @@ int runJob() {
   return kJobOk;
 }
 
-TEST(ShmStale, RestartAfterKilledJobSucceedsAndReclaimsOnlyDeadObjects) {
-  pid_t job = fork();
-  ASSERT_GE(job, 0);
-  if (job == 0) {
-    const int status = runJob();
+// A rank killed during init, after it created its rank page and before the peer exchange gave
+// its nonce to anyone (found by fault_trials: "kill, 3 ranks, at 2 ms"): the survivors' set-up
+// fails, and the transport of each must remove the dead rank's page on the way out, at once, not
+// leave it to a later job's sweep. A live rank's page of the same communicator stays.
+int runInitKillJob() {
+  std::string why;
+  if (!testing::enterPrivateDevShm(&why)) {
+    fprintf(stderr, "job: no private /dev/shm (%s)\n", why.c_str());
+    return kJobNoPrivateShm;
+  }
+  unsetenv("NCCL_SHM_DISABLE");
+  config::resetForTesting();
+  constexpr uint64_t kHash = 0x5eedull;
+  int ready[2];
+  pid_t owners[2];
+  for (int r = 0; r < 2; ++r) {
+    owners[r] = spawn([r](int fd) { return pageOwnerRank(kHash, r, fd); }, &ready[r]);
+    JOB_CHECK(owners[r] > 0 && waitReady(ready[r]), "page owner %d did not start", r);
+  }
+  const std::set<std::string> pages = listShm();
+  JOB_CHECK(pages.size() == 2, "%zu objects after two listens, want 2 rank pages", pages.size());
+  kill(owners[0], SIGKILL);
+  exitStatus(owners[0]);
+  {
+    // The survivor, rank 2: set-up began (listen) and fails before setPeers.
+    TransportContext ctx;
+    ctx.rank = 2;
+    ctx.nranks = 3;
+    ctx.commHash = kHash;
+    ctx.slotBytes = 4096;
+    ctx.fifoDepth = 2;
+    std::unique_ptr<Transport> t = makeShmTransport(ctx);
+    std::vector<uint8_t> blob;
+    JOB_CHECK(t->listen(&blob) == Result::kSuccess, "survivor listen");
+    JOB_CHECK(listShm().size() == 3, "the survivor's listen removed a page younger than kShmStaleMinAge");
+  }
+  const std::set<std::string> left = listShm();
+  const std::string live = "-rank1";
+  JOB_CHECK(left.size() == 1 && left.begin()->find(live) != std::string::npos,
+            "after the survivor left, %zu objects remain (want only the live rank 1's page; first: %s)", left.size(),
+            left.empty() ? "-" : left.begin()->c_str());
+  kill(owners[1], SIGKILL);
+  exitStatus(owners[1]);
+  shm_unlink(("/" + *left.begin()).c_str());
+  return kJobOk;
+}
+
+void runInPrivateShm(int (*job)()) {
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const int status = job();
     fflush(nullptr);
     _exit(status);
   }
-  const int code = exitStatus(job);
+  const int code = exitStatus(pid);
   if (code == kJobNoPrivateShm) GTEST_SKIP() << "needs a private /dev/shm (root or CAP_SYS_ADMIN)";
   EXPECT_EQ(code, kJobOk) << "the job's message is above";
 }
+
+TEST(ShmStale, RestartAfterKilledJobSucceedsAndReclaimsOnlyDeadObjects) { runInPrivateShm(runJob); }
+
+TEST(ShmStale, FailedSetUpRemovesThePageOfARankKilledBeforeTheExchange) { runInPrivateShm(runInitKillJob); }
 
 }  // namespace
 }  // namespace mixccl

@@ -13,8 +13,9 @@
 // peer finds it in setPeers() and maps it; the peer that brings the map count to the number of
 // same-host peers unlinks the name. A departing transport sets `closed` in its own page and
 // unlinks its own name (ENOENT ignored); one whose set-up never finished also unlinks every
-// other rank's page name it knows, so ranks that died before everyone mapped leave nothing behind
-// (a page whose name no live rank knows is left to the stale sweep, shm_stale.h).
+// other rank's page name it knows, so ranks that died before everyone mapped leave nothing behind,
+// and removes the pages of this communicator whose owners are dead though their names were never
+// learnt (a rank killed between listen() and the exchange: reclaimCommShm, shm_stale.h).
 
 #include <atomic>
 #include <cstdint>

@@ -10,7 +10,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cinttypes>
 #include <cstddef>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <fstream>
@@ -93,7 +95,7 @@ uint64_t shmNonce() {
   return v == 0 ? 1 : v;
 }
 
-bool reclaimStaleShm(const std::string& name) {
+bool reclaimStaleShm(const std::string& name, bool judgeAge) {
   const uint64_t space = shmPidSpace();
   if (space == 0) return false;
   // O_RDONLY: judging needs no write access, and it creates nothing.
@@ -106,7 +108,7 @@ bool reclaimStaleShm(const std::string& name) {
   close(fd);
   if (!read) return false;
   const time_t changed = st.st_mtime > st.st_ctime ? st.st_mtime : st.st_ctime;
-  if (time(nullptr) - changed < static_cast<time_t>(kShmStaleMinAge.count())) return false;
+  if (judgeAge && time(nullptr) - changed < static_cast<time_t>(kShmStaleMinAge.count())) return false;
   Owners owners;
   if (!readOwners(buf, &owners) || owners.pidSpace != space) return false;
   for (int32_t pid : owners.pids) {
@@ -120,16 +122,29 @@ bool reclaimStaleShm(const std::string& name) {
   return true;
 }
 
-int sweepStaleShm() {
+namespace {
+
+int sweep(const std::string& prefix, bool judgeAge) {
   DIR* d = opendir("/dev/shm");
   if (d == nullptr) return 0;
   int removed = 0;
   while (dirent* e = readdir(d)) {
-    if (strncmp(e->d_name, "mixccl-", 7) != 0) continue;
-    removed += reclaimStaleShm(std::string("/") + e->d_name) ? 1 : 0;
+    if (strncmp(e->d_name, prefix.c_str(), prefix.size()) != 0) continue;
+    removed += reclaimStaleShm(std::string("/") + e->d_name, judgeAge) ? 1 : 0;
   }
   closedir(d);
   return removed;
+}
+
+}  // namespace
+
+int sweepStaleShm() { return sweep("mixccl-", true); }
+
+int reclaimCommShm(uint64_t commHash) {
+  // The prefix of every name of this communicator (shmRankPageName, shmLaneName).
+  char prefix[40];
+  snprintf(prefix, sizeof(prefix), "mixccl-%016" PRIx64 "-", commHash);
+  return sweep(prefix, false);
 }
 
 }  // namespace mixccl

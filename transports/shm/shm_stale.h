@@ -60,9 +60,17 @@ uint64_t shmPidSpace();
 uint64_t shmNonce();
 
 // Removes the shm object `name` ("/mixccl-...") if it is stale (see above). True if removed.
-bool reclaimStaleShm(const std::string& name);
+// `judgeAge` false skips the age rule: for a caller that knows the object is of its own
+// communicator, whose set-up is over (a validated header is complete: its magic is stored last).
+bool reclaimStaleShm(const std::string& name, bool judgeAge = true);
 
 // Applies reclaimStaleShm to every mixccl object in /dev/shm; returns how many it removed.
 int sweepStaleShm();
+
+// The same for the objects of one communicator ("/mixccl-<commHash>-..."), without the age rule.
+// For a transport whose set-up never finished: a rank killed after it created its rank page and
+// before the peer exchange delivered its nonce leaves a name that no survivor can spell, and the
+// next job's sweep may be far away (or never come). Its header still names its dead owner.
+int reclaimCommShm(uint64_t commHash);
 
 }  // namespace mixccl

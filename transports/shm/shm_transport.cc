@@ -248,8 +248,9 @@ class ShmTransport final : public Transport {
   // this side still knows the name. Removing an absent name is harmless (ENOENT).
   // Also: this rank's page says "gone" to peers that still wait on it, and no page name outlives
   // the communicator (shm_rank_page.h).
-  // A page name is known only with its owner's nonce, so pages of ranks that died before this one
-  // learnt their nonces are left to the stale sweep (shm_stale.h).
+  // A page name is known only with its owner's nonce: when set-up never finished, the pages of
+  // ranks that died before this one learnt their nonces are found by the communicator's prefix and
+  // removed once their owners are provably gone (reclaimCommShm); a live owner removes its own.
   ~ShmTransport() override {
     if (!ownPage_.valid()) return;
     ownPage_.markClosed();
@@ -258,6 +259,7 @@ class ShmTransport final : public Transport {
       for (size_t r = 0; r < nonces_.size(); ++r) {
         if (nonces_[r] != 0) shm_unlink(shmRankPageName(ctx_.commHash, nonces_[r], static_cast<int>(r)).c_str());
       }
+      reclaimCommShm(ctx_.commHash);
     }
     for (int p : localPeers_) {
       for (int lane = 0; lane < kNumLanes; ++lane) {
