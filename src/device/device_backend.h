@@ -126,7 +126,9 @@ class DeviceBackend {
   // A fence after everything enqueued on `queue` so far (nullptr queue: an already signalled one).
   virtual Result record(WorkQueue* queue, Fence** fence) = 0;
   // The start gate: a fence that signals once work the user enqueued on `stream` before this call
-  // is complete (the kernel producing the send buffer).
+  // is complete (the kernel producing the send buffer). It may signal only after it was first
+  // queried (a backend can leave the device work of the mark to the querying thread), and work
+  // behind it on the stream may wait until it is queried or released, which the engine does.
   virtual Result markStart(void* stream, Fence** fence) = 0;
   // kSuccess when signalled, kInProgress when not yet, an error when the work behind it failed.
   // Never blocks. A nullptr fence is signalled.
