@@ -11,11 +11,15 @@
 //           idle engine;
 //  - burst: the calls are issued back to back and drained once at the end, so later calls meet a
 //           queue with earlier operations still pending (what a training loop does).
-// Prints, per size and mode, the median, 10th/90th percentile and maximum over all ranks' calls.
+// Prints, per size and mode, the median, 10th/90th percentile and maximum over all ranks' calls,
+// and the median CPU time the calling thread used inside the call: on a host with fewer cores
+// than runnable threads (ranks, progress threads, a CPU device's workers) the difference is time
+// the caller waited for a core, not work the call did.
 //
 // Usage: enqueue_latency [-t ranks (2)] [-n calls per size and mode (100)] [size ...] (default 8 64M)
 #include <mixccl/opencl.h>
 #include <nccl.h>
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -64,12 +68,20 @@ bool parseSize(const char* text, size_t* out) {
 
 struct Samples {
   std::mutex mu;
-  std::vector<double> us;  // every rank's call durations, microseconds
-  void add(const std::vector<double>& v) {
+  std::vector<double> us;     // every rank's call durations, microseconds
+  std::vector<double> cpuUs;  // the calling thread's CPU time inside each call
+  void add(const std::vector<double>& v, const std::vector<double>& cpu) {
     std::lock_guard<std::mutex> lock(mu);
     us.insert(us.end(), v.begin(), v.end());
+    cpuUs.insert(cpuUs.end(), cpu.begin(), cpu.end());
   }
 };
+
+double threadCpuUs() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) / 1e3;
+}
 
 double percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
@@ -113,8 +125,8 @@ int main(int argc, char** argv) {
   clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof devName - 1, devName, nullptr);
   std::printf("# enqueue_latency: %d ranks (threads) on OpenCL device '%s', %d calls per size and mode\n", nranks,
               devName, calls);
-  std::printf("# %12s  %5s  %10s  %10s  %10s  %10s  %10s\n", "size (B)", "mode", "median(us)", "p10(us)", "p90(us)",
-              "max(us)", "total(ms)");
+  std::printf("# %12s  %5s  %10s  %10s  %10s  %10s  %10s  %10s\n", "size (B)", "mode", "median(us)", "p10(us)",
+              "p90(us)", "max(us)", "cpu(us)", "total(ms)");
 
   for (size_t bytes : sizes) {
     for (bool burst : {false, true}) {
@@ -141,27 +153,31 @@ int main(int argc, char** argv) {
             CHECK_NCCL(rank, ncclAllReduce(buf, buf, count, ncclFloat32, ncclSum, comm, stream));
           }
           CHECK_CL(rank, clFinish(q));
-          std::vector<double> us;
+          std::vector<double> us, cpu;
           us.reserve(calls);
+          cpu.reserve(calls);
           const auto start = Clock::now();
           for (int i = 0; i < calls; ++i) {
             if (!burst) CHECK_CL(rank, clFinish(q));
+            const double c0 = threadCpuUs();
             const auto t0 = Clock::now();
             CHECK_NCCL(rank, ncclAllReduce(buf, buf, count, ncclFloat32, ncclSum, comm, stream));
             us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+            cpu.push_back(threadCpuUs() - c0);
           }
           CHECK_CL(rank, clFinish(q));
           totalMs[rank] = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-          samples.add(us);
+          samples.add(us, cpu);
           CHECK_NCCL(rank, ncclCommDestroy(comm));
           CHECK_NCCL(rank, ncclMemFree(buf));
           clReleaseCommandQueue(q);
         });
       }
       for (std::thread& t : threads) t.join();
-      std::printf("  %12zu  %5s  %10.2f  %10.2f  %10.2f  %10.2f  %10.1f\n", bytes, burst ? "burst" : "idle",
+      std::printf("  %12zu  %5s  %10.2f  %10.2f  %10.2f  %10.2f  %10.2f  %10.1f\n", bytes, burst ? "burst" : "idle",
                   percentile(samples.us, 0.5), percentile(samples.us, 0.1), percentile(samples.us, 0.9),
-                  percentile(samples.us, 1.0), *std::max_element(totalMs.begin(), totalMs.end()));
+                  percentile(samples.us, 1.0), percentile(samples.cpuUs, 0.5),
+                  *std::max_element(totalMs.begin(), totalMs.end()));
       std::fflush(stdout);
     }
   }

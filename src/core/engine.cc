@@ -326,7 +326,10 @@ Result Engine::runBatch(Batch& b) {
   MIXCCL_TRY(openQueues(b));
   std::vector<Op*> ops;
   ops.reserve(b.ops.size());
-  for (auto& op : b.ops) ops.push_back(op.get());
+  for (auto& op : b.ops) {
+    MIXCCL_TRY(planOp(op.get()));  // here, not on the caller's thread: the stream has reached the call
+    ops.push_back(op.get());
+  }
   std::vector<Stream> streams = partitionOps(ops);
   Result r = runStreams(streams);
   if (r != Result::kSuccess) quiesce();

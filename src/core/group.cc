@@ -120,6 +120,10 @@ Result runOps(std::vector<std::unique_ptr<Op>>& ops) {
     Result w = engine->waitIdle("synchronous call after queued work");
     if (w != Result::kSuccess) return r == Result::kSuccess ? w : r;
   }
+  for (Op* op : sync) {
+    Result p = planOp(op);
+    if (p != Result::kSuccess) return r == Result::kSuccess ? p : r;
+  }
   std::vector<Stream> streams = partitionOps(sync);
   Result done = runStreams(streams);
   return r == Result::kSuccess ? done : r;

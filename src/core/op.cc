@@ -40,8 +40,11 @@ Result resolveReduction(Op* op) {
   }
   spec.op = RedOpKind::kSum;
   spec.preMul = true;
-  const void* scalar = user->scalarOnHost ? user->scalar : user->scalarPtr;
-  MIXCCL_TRY(op->comm->backend()->copy(spec.scalar, scalar, dataTypeSize(op->dtype), nullptr));
+  if (user->scalarOnHost) {
+    memcpy(spec.scalar, user->scalar, dataTypeSize(op->dtype));
+  } else {
+    op->deviceScalar = user->scalarPtr;
+  }
   return Result::kSuccess;
 }
 
@@ -56,6 +59,14 @@ Result prepareOp(Op* op) {
     MIXCCL_TRY(comm->checkSupported(op->dtype, named, collName(op->kind)));
     MIXCCL_TRY(resolveReduction(op));
   }
+  return Result::kSuccess;
+}
+
+Result planOp(Op* op) {
+  if (op->deviceScalar != nullptr) {
+    MIXCCL_TRY(op->comm->backend()->copy(op->spec.scalar, op->deviceScalar, dataTypeSize(op->dtype), nullptr));
+  }
+  Communicator* comm = op->comm;
   algo::CollArgs args;
   args.kind = op->kind;
   args.rank = comm->rank();

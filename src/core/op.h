@@ -29,13 +29,15 @@ struct Op {
   // Where the backend orders this operation's device work (nullptr: synchronous, host buffers).
   WorkQueue* queue = nullptr;
 
-  // Filled by prepare():
+  // Filled by prepareOp():
   bool reduction = false;
   ReduceSpec spec;
   int lane = 0;
+  const void* deviceScalar = nullptr;  // ncclScalarDevice PreMulSum: read into spec by planOp()
   // Filled when the operation is issued (group.cc):
   uint64_t seq = 0;
   uint64_t stamp = 0;  // opStamp(): sent with every message, checked on every received one
+  // Filled by planOp():
   algo::Schedule schedule;
 };
 
@@ -43,8 +45,14 @@ constexpr bool isReduction(CollKind k) {
   return k == CollKind::kAllReduce || k == CollKind::kReduce || k == CollKind::kReduceScatter;
 }
 
-// Resolves the operator, builds the schedule and picks the lane. Reads a device-resident
-// PreMulSum scalar now, i.e. when the operation starts.
+// On the calling thread: checks the operator against the communicator's backends, resolves it
+// (capturing what a user operator holds, since NCCL lets the caller destroy it once the call
+// returned) and picks the lane. Cheap, whatever the count.
 Result prepareOp(Op* op);
+
+// On the thread that runs the operation, when it starts (for queued work: after the stream has
+// reached the call): reads a device-resident PreMulSum scalar, in stream order as NCCL does, and
+// builds the schedule, whose size grows with the count.
+Result planOp(Op* op);
 
 }  // namespace mixccl

@@ -423,6 +423,54 @@ TEST_F(OpenclCollTest, CallReturnsBeforeItsInputIsWritten) {
   });
 }
 
+// A PreMulSum whose scalar lives in device memory is read when the reduction runs, in stream order
+// (as NCCL's ncclScalarDevice): a held copy writes the scalar after the call returned, and the
+// operator is destroyed right after the call (NCCL allows that once the call returned).
+TEST_F(OpenclCollTest, DeviceScalarIsReadInStreamOrder) {
+  constexpr int kRanks = 2;
+  constexpr size_t n = 1000;
+  std::vector<std::unique_ptr<DeviceRank> > dr;
+  std::vector<DeviceBackend*> set;
+  for (int r = 0; r < kRanks; ++r) {
+    dr.push_back(makeDeviceRank());
+    ASSERT_NE(dr.back()->backend, nullptr);
+    set.push_back(dr.back()->backend.get());
+  }
+  BackendRanks ranks(set);
+  ASSERT_TRUE(ranks.ok());
+  onRankThreads(kRanks, [&](int r) {
+    DeviceRank& d = *dr[r];
+    void *in = nullptr, *out = nullptr, *scalar = nullptr;
+    ASSERT_EQ(d.backend->alloc(n * 4, &in), Result::kSuccess);
+    ASSERT_EQ(d.backend->alloc(n * 4, &out), Result::kSuccess);
+    ASSERT_EQ(d.backend->alloc(4, &scalar), Result::kSuccess);
+    const std::vector<float> src(n, static_cast<float>(r + 1));
+    const float before = 1.0f, after = 3.0f;
+    std::vector<float> result(n, -1.0f);
+    ASSERT_EQ(clEnqueueSVMMemcpy(d.queue, CL_TRUE, in, src.data(), n * 4, 0, nullptr, nullptr), CL_SUCCESS);
+    ASSERT_EQ(clEnqueueSVMMemcpy(d.queue, CL_TRUE, scalar, &before, 4, 0, nullptr, nullptr), CL_SUCCESS);
+    cl_int err = CL_SUCCESS;
+    cl_event producer = clCreateUserEvent(context_, &err);
+    ASSERT_EQ(err, CL_SUCCESS);
+    ASSERT_EQ(clEnqueueSVMMemcpy(d.queue, CL_FALSE, scalar, &after, 4, 1, &producer, nullptr), CL_SUCCESS);
+    ncclRedOp_t op;
+    ASSERT_EQ(ncclRedOpCreatePreMulSum(&op, scalar, ncclFloat32, ncclScalarDevice, ranks.comm(r)), ncclSuccess)
+        << ncclGetLastError(ranks.comm(r));
+    ASSERT_EQ(ncclAllReduce(in, out, n, ncclFloat32, op, ranks.comm(r), reinterpret_cast<cudaStream_t>(d.queue)),
+              ncclSuccess)
+        << ncclGetLastError(ranks.comm(r));
+    ASSERT_EQ(ncclRedOpDestroy(op, ranks.comm(r)), ncclSuccess) << ncclGetLastError(ranks.comm(r));
+    ASSERT_EQ(clSetUserEventStatus(producer, CL_COMPLETE), CL_SUCCESS);
+    ASSERT_EQ(clEnqueueSVMMemcpy(d.queue, CL_TRUE, result.data(), out, n * 4, 0, nullptr, nullptr), CL_SUCCESS);
+    // Every input times the scalar the held copy wrote: 3 * (1 + 2).
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(result[i], 9.0f) << "element " << i << " on rank " << r;
+    clReleaseEvent(producer);
+    EXPECT_EQ(d.backend->free(in), Result::kSuccess);
+    EXPECT_EQ(d.backend->free(out), Result::kSuccess);
+    EXPECT_EQ(d.backend->free(scalar), Result::kSuccess);
+  });
+}
+
 // Work queued behind an unset user event; ncclCommAbort from another thread returns within 1 s on
 // every rank; later work on the queue runs once the event is set.
 TEST_F(OpenclCollTest, AbortWithABlockedQueue) {
