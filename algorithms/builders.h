@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "algorithms/schedule.h"
 
@@ -24,6 +25,8 @@ void buildDirectGather(const CollArgs& a, Schedule* s);
 void buildDirectScatter(const CollArgs& a, Schedule* s);
 void buildSend(const CollArgs& a, Schedule* s);
 void buildRecv(const CollArgs& a, Schedule* s);
+void buildRecursiveDoublingAllReduce(const CollArgs& a, Schedule* s);
+void buildBinomialBroadcast(const CollArgs& a, Schedule* s);
 
 // Calls f(offset, len) for consecutive pieces of [0, count), each at most `chunk` long.
 template <class F>

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: 2026 The mixccl authors
 
-// Argument checks, buffer sizes and the choice of algorithm per collective. Today every
-// collective has exactly one algorithm (ring for the reduction and gather/scatter-to-all kinds,
-// pairwise for all-to-all, direct for gather/scatter); a tuner choosing among several would
-// plug in here.
+// Argument checks, buffer sizes and the dispatch to the builder of the requested algorithm.
+// kDefault is each collective's standing choice (ring for the reduction and gather/scatter-to-all
+// kinds, pairwise for all-to-all, direct for gather/scatter); choosing among the others is the
+// caller's (a tuner's) business, and every rank must ask for the same one.
 
 #include "algorithms/schedule.h"
 
@@ -37,7 +37,52 @@ bool scalesWithRanks(CollKind k) {
 
 uint64_t timesRanks(const CollArgs& a) { return static_cast<uint64_t>(a.nranks) * a.count; }
 
+// The algorithm kDefault stands for.
+Algo defaultAlgo(CollKind k) {
+  switch (k) {
+    case CollKind::kAlltoAll:
+      return Algo::kPairwise;
+    case CollKind::kGather:
+    case CollKind::kScatter:
+    case CollKind::kSend:
+    case CollKind::kRecv:
+      return Algo::kDirect;
+    default:
+      return Algo::kRing;
+  }
+}
+
 }  // namespace
+
+const char* algoName(Algo a) {
+  switch (a) {
+    case Algo::kDefault:
+      return "default";
+    case Algo::kRing:
+      return "ring";
+    case Algo::kPairwise:
+      return "pairwise";
+    case Algo::kDirect:
+      return "direct";
+    case Algo::kRecursiveDoubling:
+      return "recursive-doubling";
+    case Algo::kBinomialTree:
+      return "binomial-tree";
+  }
+  return "?";
+}
+
+bool algoSupports(Algo algo, CollKind kind) {
+  if (algo == Algo::kDefault || algo == defaultAlgo(kind)) return true;
+  switch (algo) {
+    case Algo::kRecursiveDoubling:
+      return kind == CollKind::kAllReduce;
+    case Algo::kBinomialTree:
+      return kind == CollKind::kBroadcast;
+    default:
+      return false;
+  }
+}
 
 Result buildSchedule(const CollArgs& a, Schedule* out) {
   if (out == nullptr) return fail(Result::kInternalError, "buildSchedule called without an output schedule");
@@ -66,14 +111,27 @@ Result buildSchedule(const CollArgs& a, Schedule* out) {
     return fail(Result::kInvalidArgument, "%s on rank %d: count %llu times %d ranks overflows", collName(a.kind),
                 a.rank, static_cast<unsigned long long>(a.count), a.nranks);
   }
+  if (static_cast<unsigned>(a.algo) >= static_cast<unsigned>(kNumAlgos) || !algoSupports(a.algo, a.kind)) {
+    return fail(Result::kInvalidArgument, "%s on rank %d: algorithm %s (%u) has no %s form", collName(a.kind), a.rank,
+                algoName(a.algo), static_cast<unsigned>(a.algo), collName(a.kind));
+  }
   if (a.count == 0) return Result::kSuccess;
 
+  const Algo algo = a.algo == Algo::kDefault ? defaultAlgo(a.kind) : a.algo;
   switch (a.kind) {
     case CollKind::kAllReduce:
-      buildRingAllReduce(a, out);
+      if (algo == Algo::kRecursiveDoubling) {
+        buildRecursiveDoublingAllReduce(a, out);
+      } else {
+        buildRingAllReduce(a, out);
+      }
       break;
     case CollKind::kBroadcast:
-      buildRingBroadcast(a, out);
+      if (algo == Algo::kBinomialTree) {
+        buildBinomialBroadcast(a, out);
+      } else {
+        buildRingBroadcast(a, out);
+      }
       break;
     case CollKind::kReduce:
       buildRingReduce(a, out);

@@ -64,6 +64,23 @@ namespace mixccl::algo {
 
 enum class Buf : uint8_t { kNone = 0, kInput = 1, kOutput = 2 };
 
+// The algorithm a schedule follows. kDefault is each collective's standing choice (ring for the
+// reduction and gather-to-all kinds, pairwise for all-to-all, direct for gather and scatter);
+// the others are asked for by name and exist only for some collectives (algoSupports).
+enum class Algo : uint8_t {
+  kDefault = 0,
+  kRing,               // every collective with a ring form
+  kPairwise,           // AlltoAll
+  kDirect,             // Gather, Scatter
+  kRecursiveDoubling,  // AllReduce: log2(p) exchanges of the whole buffer
+  kBinomialTree,       // Broadcast: ceil(log2 p) hops from the root
+};
+constexpr int kNumAlgos = 6;
+
+const char* algoName(Algo a);
+// Whether buildSchedule() has a builder for `kind` under `algo` (kDefault: always).
+bool algoSupports(Algo algo, CollKind kind);
+
 struct Step {
   int32_t recvPeer = -1;  // rank to receive one message from, or -1
   int32_t sendPeer = -1;  // rank to send one message to, or -1
@@ -86,6 +103,7 @@ struct CollArgs {
   // Slots per lane the schedule will run on (MIXCCL_FIFO_DEPTH, equal on all ranks). Schedules
   // are correct at depth 1; with more slots ring passes may use an order with more overlap.
   uint32_t fifoDepth = 1;
+  Algo algo = Algo::kDefault;  // must be the same on every rank
 };
 
 // Whether `s` is a token (see above).
@@ -98,7 +116,8 @@ struct Schedule {
 };
 
 // Builds this rank's schedule for `args`. Fails with kInvalidArgument on impossible arguments
-// (nranks < 1, rank/root out of range, chunkElems == 0). Count 0 gives an empty schedule.
+// (nranks < 1, rank/root out of range, chunkElems == 0, an algorithm the collective does not
+// have). Count 0 gives an empty schedule.
 Result buildSchedule(const CollArgs& args, Schedule* out);
 
 // Elements of Input / Output a rank needs for `args` (for bounds checks and the simulator), in

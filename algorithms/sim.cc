@@ -19,6 +19,7 @@ struct ActorState {
   uint64_t srcBase = 0;  // arena index of steps[next]'s src / dst (valid when checked)
   uint64_t dstBase = 0;
   std::vector<uint8_t> written;  // per arena cell: some step already wrote it
+  uint64_t clock = 0;            // when this rank is free again, in hops (SimStats::criticalHops)
 };
 
 const char* bufName(Buf b) { return b == Buf::kInput ? "Input" : b == Buf::kOutput ? "Output" : "none"; }
@@ -56,6 +57,7 @@ class Simulator {
       }
     }
     for (const SimActor& a : actors_) st.messages += a.messagesSent;
+    for (const ActorState& as : state_) st.criticalHops = std::max(st.criticalHops, as.clock);
     if (stats != nullptr) *stats = st;
     return Result::kSuccess;
   }
@@ -67,6 +69,7 @@ class Simulator {
                   opt_.fifoDepth);
     }
     fifos_.assign(static_cast<size_t>(opt_.nranks) * opt_.nranks, {});
+    sentAt_.assign(fifos_.size(), {});
     state_.assign(actors_.size(), {});
     for (size_t i = 0; i < actors_.size(); ++i) {
       SimActor& a = actors_[i];
@@ -85,7 +88,8 @@ class Simulator {
     return Result::kSuccess;
   }
 
-  std::deque<Message>& link(int src, int dst) { return fifos_[static_cast<size_t>(src) * opt_.nranks + dst]; }
+  size_t linkIndex(int src, int dst) const { return static_cast<size_t>(src) * opt_.nranks + dst; }
+  std::deque<Message>& link(int src, int dst) { return fifos_[linkIndex(src, dst)]; }
 
   // Arena index of element `off` of buffer `b`, after checking [off, off+count) is inside it.
   Result locate(const SimActor& a, size_t stepIdx, Buf b, uint64_t off, uint64_t count, uint64_t* base) {
@@ -158,6 +162,10 @@ class Simulator {
       if (out->size() >= opt_.fifoDepth) return Result::kSuccess;
     }
 
+    // The step starts after this rank's previous one and once its message arrived (one hop after
+    // the step that sent it started); a step that sends keeps its rank busy for that hop.
+    uint64_t clock = as.clock;
+    if (in != nullptr) clock = std::max(clock, sentAt_[linkIndex(s.recvPeer, a.rank)].front() + 1);
     Message value = takeBuffer(s.count);
     for (uint64_t i = 0; i < s.count; ++i) {
       SimCell v;
@@ -200,9 +208,12 @@ class Simulator {
     if (in != nullptr) {
       spare_.push_back(std::move(in->front()));
       in->pop_front();
+      sentAt_[linkIndex(s.recvPeer, a.rank)].pop_front();
     }
+    as.clock = clock + (out != nullptr ? 1 : 0);
     if (out != nullptr) {
       out->push_back(std::move(value));
+      sentAt_[linkIndex(a.rank, s.sendPeer)].push_back(clock);
       a.elemsSent += s.count;
       ++a.messagesSent;
     } else {
@@ -250,6 +261,7 @@ class Simulator {
   std::vector<SimActor>& actors_;
   const SimOptions opt_;
   std::vector<std::deque<Message>> fifos_;
+  std::vector<std::deque<uint64_t>> sentAt_;  // per link, parallel to fifos_: the sender's clock
   std::vector<ActorState> state_;
   std::vector<Message> spare_;
 };

@@ -66,9 +66,14 @@ struct SimOptions {
 };
 
 struct SimStats {
-  uint64_t sweeps = 0;  // round-robin sweeps until done: a rough parallel-time measure
+  uint64_t sweeps = 0;  // round-robin sweeps until done (not a time: a chain can finish in one)
   uint64_t steps = 0;
   uint64_t messages = 0;
+  // The critical path in hops (the latency term of a schedule's cost): every rank's steps run in
+  // order; a step that sends occupies its rank for one hop and its message arrives one hop after
+  // the step started; a step that receives starts no earlier than the arrival. Slots are never
+  // the limit and local steps take no time. E.g. a binomial broadcast: ceil(log2 p).
+  uint64_t criticalHops = 0;
 };
 
 // Runs all actors to completion. Fails with kInvalidUsage on deadlock or on any schedule fault

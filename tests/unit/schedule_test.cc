@@ -47,15 +47,22 @@ struct Case {
   bool inPlace;
   size_t depth;
   SimOp op;
+  Algo algo = Algo::kDefault;
 
   std::string str() const {
-    char b[200];
-    snprintf(b, sizeof(b), "%s n=%d count=%llu chunk=%llu root=%d %s depth=%zu op=%s", collName(kind), nranks,
-             static_cast<unsigned long long>(count), static_cast<unsigned long long>(chunk), root,
-             inPlace ? "in-place" : "out-of-place", depth, op == SimOp::kSum ? "sum" : "max");
+    char b[240];
+    snprintf(b, sizeof(b), "%s (%s) n=%d count=%llu chunk=%llu root=%d %s depth=%zu op=%s", collName(kind),
+             algoName(algo), nranks, static_cast<unsigned long long>(count), static_cast<unsigned long long>(chunk),
+             root, inPlace ? "in-place" : "out-of-place", depth, op == SimOp::kSum ? "sum" : "max");
     return b;
   }
 };
+
+int floorLog2(int n) {
+  int l = 0;
+  while ((2 << l) <= n) ++l;
+  return l;
+}
 
 CollArgs argsFor(const Case& c, int rank) {
   CollArgs a;
@@ -66,6 +73,7 @@ CollArgs argsFor(const Case& c, int rank) {
   a.count = c.count;
   a.chunkElems = c.chunk;
   a.fifoDepth = static_cast<uint32_t>(c.depth);  // depth >= 2 selects the plain ring order
+  a.algo = c.algo;
   return a;
 }
 
@@ -146,11 +154,25 @@ int64_t expected(const Case& c, int rank, uint64_t i) {
   }
 }
 
-// Elements each rank must send, by the cost stated in each algorithm file (AllReduce: the sum).
+// Elements each rank must send, by the cost stated in each algorithm file (ring AllReduce: the
+// sum, checked separately).
 uint64_t expectedSent(const Case& c, int rank) {
   const uint64_t n = c.nranks, cnt = c.count;
   const bool root = rank == c.root;
   if (n == 1) return 0;
+  if (c.algo == Algo::kRecursiveDoubling) {
+    const int p2 = 1 << floorLog2(c.nranks), rem = c.nranks - p2;
+    if (rank < 2 * rem && rank % 2 == 0) return cnt;                // folded: its Input, once
+    return (floorLog2(c.nranks) + (rank < 2 * rem ? 1 : 0)) * cnt;  // rounds (+ the unfold)
+  }
+  if (c.algo == Algo::kBinomialTree) {
+    // Children of v = (rank - root) mod n: v + c for the powers of two c below v's lowest set bit
+    // (below n for the root) with v + c < n.
+    const int v = (rank - c.root + c.nranks) % c.nranks;
+    uint64_t children = 0;
+    for (int bit = 1; bit < c.nranks && (v == 0 || (v & bit) == 0); bit <<= 1) children += v + bit < c.nranks ? 1 : 0;
+    return children * cnt;
+  }
   switch (c.kind) {
     case CollKind::kReduceScatter:
     case CollKind::kAllGather:
@@ -218,12 +240,12 @@ std::string runCase(const Case& c, SimStats* statsOut = nullptr) {
         }
       }
     }
-    if (c.kind != CollKind::kAllReduce && a.elemsSent != expectedSent(c, r)) {
+    if ((c.kind != CollKind::kAllReduce || c.algo != Algo::kDefault) && a.elemsSent != expectedSent(c, r)) {
       return "rank " + std::to_string(r) + " sent " + std::to_string(a.elemsSent) + " elements, want " +
              std::to_string(expectedSent(c, r));
     }
   }
-  if (c.kind == CollKind::kAllReduce && c.nranks > 1) {
+  if (c.kind == CollKind::kAllReduce && c.algo == Algo::kDefault && c.nranks > 1) {
     // Per round every rank sends every segment but one per pass: 2(n-1) * count in total.
     const uint64_t want = 2ull * (c.nranks - 1) * c.count;
     if (totalSent != want) return "ranks sent " + std::to_string(totalSent) + " elements, want " + std::to_string(want);
@@ -249,7 +271,7 @@ std::vector<int> rootsFor(CollKind kind, int n) {
 // The full matrix for one collective. To keep the suite fast, combinations with very many chunks
 // per block or very many cells are skipped, and big ones run with fewer variations; count 100003
 // still runs for every collective (up to 16 ranks where the buffers do not grow with nranks).
-void runMatrix(CollKind kind) {
+void runMatrix(CollKind kind, Algo algo = Algo::kDefault) {
   const int kRanks[] = {1, 2, 3, 4, 5, 7, 8, 16};
   const uint64_t kCounts[] = {0, 1, 2, 13, 1000, 100003};
   const uint64_t kChunks[] = {1, 7, 64, 1ull << 20};
@@ -273,7 +295,7 @@ void runMatrix(CollKind kind) {
               const bool red = isReductionKind(kind);
               for (SimOp op : {SimOp::kSum, SimOp::kMax}) {
                 if (op == SimOp::kMax && (!red || depth != 1 || big)) continue;
-                Case c{kind, n, count, chunk, root, inPlace, depth, op};
+                Case c{kind, n, count, chunk, root, inPlace, depth, op, algo};
                 std::string err = runCase(c);
                 ASSERT_EQ(err, "") << c.str();
                 ++cases;
@@ -295,6 +317,75 @@ TEST(ScheduleMatrix, Reduce) { runMatrix(CollKind::kReduce); }
 TEST(ScheduleMatrix, AlltoAll) { runMatrix(CollKind::kAlltoAll); }
 TEST(ScheduleMatrix, Gather) { runMatrix(CollKind::kGather); }
 TEST(ScheduleMatrix, Scatter) { runMatrix(CollKind::kScatter); }
+TEST(ScheduleMatrix, AllReduceRecursiveDoubling) { runMatrix(CollKind::kAllReduce, Algo::kRecursiveDoubling); }
+TEST(ScheduleMatrix, BroadcastBinomialTree) { runMatrix(CollKind::kBroadcast, Algo::kBinomialTree); }
+
+// Every rank count from 1 to 33 (powers of two, one above and one below them), both new
+// algorithms, a few counts and chunkings, FIFO depth 1.
+TEST(ScheduleMatrix, LogarithmicAlgorithmsAtEveryRankCount) {
+  for (int n = 1; n <= 33; ++n) {
+    for (uint64_t count : {1ull, 5ull, 37ull}) {
+      for (uint64_t chunk : {1ull, 4ull, 64ull}) {
+        for (bool inPlace : {false, true}) {
+          Case rd{CollKind::kAllReduce, n, count, chunk, 0, inPlace, 1, SimOp::kSum, Algo::kRecursiveDoubling};
+          ASSERT_EQ(runCase(rd), "") << rd.str();
+          for (int root : {0, n / 2, n - 1}) {
+            Case bt{CollKind::kBroadcast, n, count, chunk, root, inPlace, 1, SimOp::kSum, Algo::kBinomialTree};
+            ASSERT_EQ(runCase(bt), "") << bt.str();
+          }
+        }
+      }
+    }
+  }
+}
+
+// The critical path of a one-element collective, in messages (SimStats::criticalHops):
+// logarithmic in the rank count for the tree forms (recursive doubling: log2 p rounds, +2 for the
+// fold and unfold of a non-power of two; binomial: ceil(log2 p), at most +1 for the root's
+// closing token), linear for the rings (all-reduce 2(p-1); chain p-1, +1 for the token).
+TEST(ScheduleMatrix, LogarithmicAlgorithmsTakeLogarithmicHops) {
+  for (int n : {2, 3, 8, 13, 16, 32}) {
+    SimStats ring, rd, chain, tree;
+    const uint64_t lg = floorLog2(n), clg = lg + ((1 << lg) < n ? 1 : 0);
+    const bool pow2 = (1 << lg) == n;
+    const uint64_t p = n;
+    ASSERT_EQ(runCase(Case{CollKind::kAllReduce, n, 1, 64, 0, false, 4, SimOp::kSum}, &ring), "");
+    ASSERT_EQ(runCase(Case{CollKind::kAllReduce, n, 1, 64, 0, false, 4, SimOp::kSum, Algo::kRecursiveDoubling}, &rd),
+              "");
+    ASSERT_EQ(runCase(Case{CollKind::kBroadcast, n, 1, 64, 0, false, 4, SimOp::kSum}, &chain), "");
+    ASSERT_EQ(runCase(Case{CollKind::kBroadcast, n, 1, 64, 0, false, 4, SimOp::kSum, Algo::kBinomialTree}, &tree), "");
+    EXPECT_EQ(rd.criticalHops, lg + (pow2 ? 0 : 2)) << "recursive doubling, " << n << " ranks";
+    EXPECT_GE(tree.criticalHops, clg) << "binomial tree, " << n << " ranks";
+    EXPECT_LE(tree.criticalHops, clg + 1) << "binomial tree, " << n << " ranks";
+    EXPECT_EQ(ring.criticalHops, 2 * (p - 1)) << "ring all-reduce, " << n << " ranks";
+    EXPECT_EQ(chain.criticalHops, p) << "ring broadcast, " << n << " ranks";
+  }
+}
+
+TEST(ScheduleAlgo, AnAlgorithmWithoutTheCollectiveIsRefused) {
+  CollArgs a;
+  a.nranks = 4;
+  a.count = 10;
+  a.chunkElems = 4;
+  for (int k = 0; k <= static_cast<int>(CollKind::kRecv); ++k) {
+    a.kind = static_cast<CollKind>(k);
+    for (int g = 0; g < kNumAlgos; ++g) {
+      a.algo = static_cast<Algo>(g);
+      Schedule s;
+      const Result r = buildSchedule(a, &s);
+      if (algoSupports(a.algo, a.kind)) {
+        EXPECT_EQ(r, Result::kSuccess) << collName(a.kind) << " / " << algoName(a.algo) << ": " << lastError();
+      } else {
+        EXPECT_EQ(r, Result::kInvalidArgument) << collName(a.kind) << " / " << algoName(a.algo);
+        EXPECT_NE(lastError().find(algoName(a.algo)), std::string::npos) << lastError();
+      }
+    }
+  }
+  a.kind = CollKind::kAllReduce;
+  a.algo = static_cast<Algo>(kNumAlgos);
+  Schedule s;
+  EXPECT_EQ(buildSchedule(a, &s), Result::kInvalidArgument);
+}
 
 // All-reduce rounds with fewer elements than ranks skip the chains of empty segments; check
 // every segment pattern (every remainder) at FIFO depth 1 (anchored ring order) and 2 (plain
