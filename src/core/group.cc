@@ -122,7 +122,11 @@ Result runOps(std::vector<std::unique_ptr<Op>>& ops) {
   }
   for (Op* op : sync) {
     Result p = planOp(op);
-    if (p != Result::kSuccess) return r == Result::kSuccess ? p : r;
+    if (p != Result::kSuccess) {
+      // Sequence numbers are taken: this rank is out of step with its peers from here on.
+      op->comm->setAsyncError(p);
+      return r == Result::kSuccess ? p : r;
+    }
   }
   std::vector<Stream> streams = partitionOps(sync);
   Result done = runStreams(streams);
