@@ -191,7 +191,12 @@ Result Communicator::init(const UniqueIdData& id) {
     }
     MIXCCL_TRY(checkBackends());
     localRanks_ = 0;
-    for (const PeerInfo& p : peers_) localRanks_ += p.hostHash == peers_[rank_].hostHash ? 1 : 0;
+    deviceOnHostCores_ = false;
+    for (const PeerInfo& p : peers_) {
+      if (p.hostHash != peers_[rank_].hostHash) continue;
+      ++localRanks_;
+      deviceOnHostCores_ = deviceOnHostCores_ || (p.backend.flags & kCapSharesHostCores) != 0;
+    }
     std::vector<TransportPeer> tpeers(nranks_);
     for (TransportSlot& slot : transports_) {
       slot.published.assign(nranks_, false);

@@ -86,6 +86,9 @@ class Communicator {
   const PeerInfo& peer(int r) const { return peers_[r]; }
   // Ranks of this communicator on this host (this one included).
   int localRanks() const { return localRanks_; }
+  // Some rank on this host (this one included) computes on a device that shares the host's cores
+  // (kCapSharesHostCores): a wait here may wait for work that needs these cores.
+  bool deviceOnHostCores() const { return deviceOnHostCores_; }
 
   // The connection of `lane` to/from `peer`, created on first use (never blocks).
   Result sendConnection(int peer, int lane, SendConnection** out);
@@ -188,6 +191,7 @@ class Communicator {
   int rank_;
   int device_ = 0;
   int localRanks_ = 1;
+  bool deviceOnHostCores_ = false;
   CommOptions options_;
   uint64_t commHash_ = 0;
   std::atomic<CommState> state_{CommState::kInitializing};

@@ -183,9 +183,7 @@ Result Stream::retireSteps(Op& op, bool* advanced) {
   return Result::kSuccess;
 }
 
-bool Stream::waitsOnHostCoreDevice() const {
-  return !ops_.empty() && (comm()->backend()->caps().flags & kCapSharesHostCores) != 0;
-}
+bool Stream::waitsOnHostCoreDevice() const { return !ops_.empty() && comm()->deviceOnHostCores(); }
 
 void Stream::dropPending() {
   if (!ops_.empty()) {

@@ -21,6 +21,7 @@
 #include "src/api/handle.h"
 #include "src/core/communicator.h"
 #include "tests/support/async_backend.h"
+#include "tests/support/backend_ranks.h"
 #include "tests/support/env_guard.h"
 
 namespace mixccl::testing {
@@ -112,6 +113,22 @@ int waitGatesReleased(const AsyncBackend& be, int n) {
 }
 
 double ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+// A host rank whose same-host peer computes on the host's cores (a CPU device) must not spin
+// while it waits (runStreams' back-off): every rank of the host learns it from the peer table.
+TEST(EngineTest, EveryRankOfAHostKnowsADeviceThereSharesItsCores) {
+  for (bool shares : {false, true}) {
+    std::unique_ptr<DeviceBackend> host = makeHostBackend();
+    AsyncBackend device;
+    device.setSharesHostCores(shares);
+    BackendRanks ranks({host.get(), &device, host.get()});
+    ASSERT_TRUE(ranks.ok());
+    for (int r = 0; r < ranks.size(); ++r) {
+      EXPECT_EQ(ranks.comm(r)->impl->deviceOnHostCores(), shares)
+          << "rank " << r << ", device shares cores: " << shares;
+    }
+  }
+}
 
 TEST(EngineTest, CallReturnsBeforeProducerAndLaterWorkWaits) {
   constexpr int kRanks = 2;

@@ -125,6 +125,8 @@ class AsyncBackend : public DeviceBackend {
   }
   // Takes kCapHostMemory away, as a discrete device without host access would (or OpenCL).
   void setDeviceMemoryOnly(bool only) { deviceOnly_ = only; }
+  // Reports kCapSharesHostCores, as a CPU device (POCL) does.
+  void setSharesHostCores(bool shares) { sharesCores_ = shares; }
   // Makes memKind() call [p, p+bytes) memory this backend cannot reach.
   void markForeign(const void* p) {
     std::lock_guard<std::mutex> lk(mu_);
@@ -142,6 +144,7 @@ class AsyncBackend : public DeviceBackend {
     BackendCaps c = host_->caps();
     c.flags |= kCapAsync;
     if (deviceOnly_) c.flags &= ~kCapHostMemory;
+    if (sharesCores_) c.flags |= kCapSharesHostCores;
     return c;
   }
   MemKind memKind(const void* ptr) const override {
@@ -277,6 +280,7 @@ class AsyncBackend : public DeviceBackend {
   std::atomic<int64_t> taskDelayUs_{0};
   std::atomic<int> maxFences_{0};
   std::atomic<bool> deviceOnly_{false};
+  std::atomic<bool> sharesCores_{false};
   std::atomic<int> gatesHeld_{0}, gatesReleased_{0}, gateTimeouts_{0}, queuesOpen_{0}, kernelErrors_{0};
 };
 
