@@ -51,25 +51,13 @@ void buildBinomialBroadcast(const CollArgs& a, Schedule* s) {
   }
   const int parent = v == 0 ? -1 : rankOf(v - m);
   forEachChunk(a.count, a.chunkElems, [&](uint64_t off, uint64_t len) {
-    Step first;
-    first.count = len;
-    first.dst = Buf::kOutput;
-    first.dstOffset = off;
-    if (parent < 0) {
-      first.src = Buf::kInput;
-      first.srcOffset = off;
-    } else {
-      first.recvPeer = parent;
-    }
-    if (!children.empty()) first.sendPeer = children[0];
-    s->steps.push_back(first);
+    // Into Output (from the parent, or the root's Input) and on to the first child; then from
+    // Output to each other child.
+    const int first = children.empty() ? -1 : children[0];
+    s->steps.push_back(parent < 0 ? alignedStep(off, len, -1, Buf::kInput, Buf::kOutput, first)
+                                  : alignedStep(off, len, parent, Buf::kNone, Buf::kOutput, first));
     for (size_t i = 1; i < children.size(); ++i) {
-      Step fwd;
-      fwd.count = len;
-      fwd.src = Buf::kOutput;
-      fwd.srcOffset = off;
-      fwd.sendPeer = children[i];
-      s->steps.push_back(fwd);
+      s->steps.push_back(alignedStep(off, len, -1, Buf::kOutput, Buf::kNone, children[i]));
     }
   });
   appendRootToken(a, s);

@@ -49,6 +49,22 @@ inline Step localCopy(Buf src, uint64_t srcOffset, Buf dst, uint64_t dstOffset, 
   return st;
 }
 
+// A step on elements [off, off + len) of its local buffers (src and dst at the same offset;
+// Buf::kNone and peer -1 leave a side out): value = recv(recvPeer) OP src -> dst and -> sendPeer.
+inline Step alignedStep(uint64_t off, uint64_t len, int recvPeer, Buf src, Buf dst, int sendPeer,
+                        bool finalize = false) {
+  Step st;
+  st.recvPeer = recvPeer;
+  st.sendPeer = sendPeer;
+  st.src = src;
+  st.srcOffset = src == Buf::kNone ? 0 : off;
+  st.dst = dst;
+  st.dstOffset = dst == Buf::kNone ? 0 : off;
+  st.count = len;
+  st.finalize = finalize;
+  return st;
+}
+
 // The closing token of a collective whose root only sends (schedule.h): the rank before the root
 // in ring order sends it, the root waits for it. Appended after every other step; no-op for one
 // rank and for the other ranks.

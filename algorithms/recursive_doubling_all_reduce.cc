@@ -56,52 +56,23 @@ void buildRecursiveDoublingAllReduce(const CollArgs& a, Schedule* s) {
   const bool noRounds = p2 == 1;
 
   // 1. Fold.
-  if (folded) {
+  if (folded || absorbs) {
     forEachChunk(a.count, a.chunkElems, [&](uint64_t off, uint64_t len) {
-      Step st;
-      st.src = Buf::kInput;
-      st.srcOffset = off;
-      st.sendPeer = a.rank + 1;
-      st.count = len;
-      s->steps.push_back(st);
-    });
-  } else if (absorbs) {
-    forEachChunk(a.count, a.chunkElems, [&](uint64_t off, uint64_t len) {
-      Step st;
-      st.recvPeer = a.rank - 1;
-      st.src = Buf::kInput;
-      st.srcOffset = off;
-      st.dst = Buf::kOutput;
-      st.dstOffset = off;
-      st.count = len;
-      st.finalize = noRounds;
-      s->steps.push_back(st);
+      s->steps.push_back(folded ? alignedStep(off, len, -1, Buf::kInput, Buf::kNone, a.rank + 1)
+                                : alignedStep(off, len, a.rank - 1, Buf::kInput, Buf::kOutput, -1, noRounds));
     });
   } else {
     s->steps.push_back(localCopy(Buf::kInput, 0, Buf::kOutput, 0, a.count, /*finalize=*/noRounds));
   }
 
-  // 2. Rounds.
+  // 2. Rounds: send this chunk of Output, then combine the partner's into it.
   if (!folded) {
     for (int mask = 1; mask < p2; mask <<= 1) {
       const int partner = rankOf(v ^ mask);
       const bool last = mask * 2 >= p2;
       forEachChunk(a.count, a.chunkElems, [&](uint64_t off, uint64_t len) {
-        Step send;
-        send.src = Buf::kOutput;
-        send.srcOffset = off;
-        send.sendPeer = partner;
-        send.count = len;
-        s->steps.push_back(send);
-        Step combine;
-        combine.recvPeer = partner;
-        combine.src = Buf::kOutput;
-        combine.srcOffset = off;
-        combine.dst = Buf::kOutput;
-        combine.dstOffset = off;
-        combine.count = len;
-        combine.finalize = last;
-        s->steps.push_back(combine);
+        s->steps.push_back(alignedStep(off, len, -1, Buf::kOutput, Buf::kNone, partner));
+        s->steps.push_back(alignedStep(off, len, partner, Buf::kOutput, Buf::kOutput, -1, last));
       });
     }
   }
@@ -109,18 +80,8 @@ void buildRecursiveDoublingAllReduce(const CollArgs& a, Schedule* s) {
   // 3. Unfold.
   if (folded || absorbs) {
     forEachChunk(a.count, a.chunkElems, [&](uint64_t off, uint64_t len) {
-      Step st;
-      st.count = len;
-      if (folded) {
-        st.recvPeer = a.rank + 1;
-        st.dst = Buf::kOutput;
-        st.dstOffset = off;
-      } else {
-        st.src = Buf::kOutput;
-        st.srcOffset = off;
-        st.sendPeer = a.rank - 1;
-      }
-      s->steps.push_back(st);
+      s->steps.push_back(folded ? alignedStep(off, len, a.rank + 1, Buf::kNone, Buf::kOutput, -1)
+                                : alignedStep(off, len, -1, Buf::kOutput, Buf::kNone, a.rank - 1));
     });
   }
 }

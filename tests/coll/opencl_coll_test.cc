@@ -249,6 +249,17 @@ class OpenclCollTest : public ::testing::Test {
     return d;
   }
 
+  // `n` device ranks, and their backends in rank order (for BackendRanks) in `backends`.
+  std::vector<std::unique_ptr<DeviceRank> > makeDeviceRanks(int n, std::vector<DeviceBackend*>* backends) {
+    std::vector<std::unique_ptr<DeviceRank> > dr;
+    for (int r = 0; r < n; ++r) {
+      dr.push_back(makeDeviceRank());
+      EXPECT_NE(dr.back()->backend, nullptr);
+      backends->push_back(dr.back()->backend.get());
+    }
+    return dr;
+  }
+
   // Runs every case on `pattern` (one letter per rank: 'H' host, 'O' OpenCL) and on all-host ranks
   // and compares each rank's buffers after each case. `blocking`: OpenCL ranks pass a NULL stream.
   void runPattern(const std::string& pattern, bool blocking);
@@ -374,13 +385,9 @@ TEST_F(OpenclCollTest, BlockingMixedOHH) { runPattern("OHH", true); }
 TEST_F(OpenclCollTest, CallReturnsBeforeItsInputIsWritten) {
   constexpr int kRanks = 2;
   constexpr size_t n = 4099;
-  std::vector<std::unique_ptr<DeviceRank> > dr;
   std::vector<DeviceBackend*> set;
-  for (int r = 0; r < kRanks; ++r) {
-    dr.push_back(makeDeviceRank());
-    ASSERT_NE(dr.back()->backend, nullptr);
-    set.push_back(dr.back()->backend.get());
-  }
+  std::vector<std::unique_ptr<DeviceRank> > dr = makeDeviceRanks(kRanks, &set);
+  ASSERT_FALSE(HasFailure());
   BackendRanks ranks(set);
   ASSERT_TRUE(ranks.ok());
   onRankThreads(kRanks, [&](int r) {
@@ -429,13 +436,9 @@ TEST_F(OpenclCollTest, CallReturnsBeforeItsInputIsWritten) {
 TEST_F(OpenclCollTest, DeviceScalarIsReadInStreamOrder) {
   constexpr int kRanks = 2;
   constexpr size_t n = 1000;
-  std::vector<std::unique_ptr<DeviceRank> > dr;
   std::vector<DeviceBackend*> set;
-  for (int r = 0; r < kRanks; ++r) {
-    dr.push_back(makeDeviceRank());
-    ASSERT_NE(dr.back()->backend, nullptr);
-    set.push_back(dr.back()->backend.get());
-  }
+  std::vector<std::unique_ptr<DeviceRank> > dr = makeDeviceRanks(kRanks, &set);
+  ASSERT_FALSE(HasFailure());
   BackendRanks ranks(set);
   ASSERT_TRUE(ranks.ok());
   onRankThreads(kRanks, [&](int r) {
@@ -476,13 +479,9 @@ TEST_F(OpenclCollTest, DeviceScalarIsReadInStreamOrder) {
 TEST_F(OpenclCollTest, AbortWithABlockedQueue) {
   constexpr int kRanks = 2;
   constexpr size_t n = 1024;
-  std::vector<std::unique_ptr<DeviceRank> > dr;
   std::vector<DeviceBackend*> set;
-  for (int r = 0; r < kRanks; ++r) {
-    dr.push_back(makeDeviceRank());
-    ASSERT_NE(dr.back()->backend, nullptr);
-    set.push_back(dr.back()->backend.get());
-  }
+  std::vector<std::unique_ptr<DeviceRank> > dr = makeDeviceRanks(kRanks, &set);
+  ASSERT_FALSE(HasFailure());
   BackendRanks ranks(set);
   ASSERT_TRUE(ranks.ok());
   std::vector<cl_event> producers(kRanks), later(kRanks);

@@ -133,18 +133,23 @@ int restartedRank(int rank) {
   return ncclCommDestroy(comm) == ncclSuccess ? 0 : 4;
 }
 
+// An shm transport of rank `rank` of `nranks` in communicator `commHash`, small slots.
+std::unique_ptr<Transport> shmTransportOf(uint64_t commHash, int rank, int nranks) {
+  TransportContext ctx;
+  ctx.rank = rank;
+  ctx.nranks = nranks;
+  ctx.commHash = commHash;
+  ctx.slotBytes = 4096;
+  ctx.fifoDepth = 2;
+  return makeShmTransport(ctx);
+}
+
 // Rank `rank` of communicator `commHash` that created its rank page (listen) and then waits, as
 // if the peer exchange never came, until it is killed (at the latest when the job process ends,
 // so a failing check cannot leave it behind).
 int pageOwnerRank(uint64_t commHash, int rank, int readyFd) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
-  TransportContext ctx;
-  ctx.rank = rank;
-  ctx.nranks = 3;
-  ctx.commHash = commHash;
-  ctx.slotBytes = 4096;
-  ctx.fifoDepth = 2;
-  std::unique_ptr<Transport> t = makeShmTransport(ctx);
+  std::unique_ptr<Transport> t = shmTransportOf(commHash, rank, 3);
   std::vector<uint8_t> blob;
   if (t->listen(&blob) != Result::kSuccess || write(readyFd, "r", 1) != 1) return 1;
   for (;;) pause();
@@ -153,13 +158,7 @@ int pageOwnerRank(uint64_t commHash, int rank, int readyFd) {
 // A transport of another, live communicator: its rank page and the segment of a lane into it
 // (whose sender never comes), held until the parent closes `holdFd`.
 int liveHolder(int readyFd, int holdFd) {
-  TransportContext ctx;
-  ctx.rank = 0;
-  ctx.nranks = 2;
-  ctx.commHash = 0x11feull;
-  ctx.slotBytes = 4096;
-  ctx.fifoDepth = 2;
-  std::unique_ptr<Transport> t = makeShmTransport(ctx);
+  std::unique_ptr<Transport> t = shmTransportOf(0x11feull, 0, 2);
   std::vector<TransportPeer> peers(2);
   if (t->listen(&peers[0].blob) != Result::kSuccess) return 1;
   peers[1].rank = 1;
@@ -315,13 +314,7 @@ int runInitKillJob() {
   exitStatus(owners[0]);
   {
     // The survivor, rank 2: set-up began (listen) and fails before setPeers.
-    TransportContext ctx;
-    ctx.rank = 2;
-    ctx.nranks = 3;
-    ctx.commHash = kHash;
-    ctx.slotBytes = 4096;
-    ctx.fifoDepth = 2;
-    std::unique_ptr<Transport> t = makeShmTransport(ctx);
+    std::unique_ptr<Transport> t = shmTransportOf(kHash, 2, 3);
     std::vector<uint8_t> blob;
     JOB_CHECK(t->listen(&blob) == Result::kSuccess, "survivor listen");
     JOB_CHECK(listShm().size() == 3, "the survivor's listen removed a page younger than kShmStaleMinAge");
