@@ -87,6 +87,7 @@ bool algoSupports(Algo algo, CollKind kind) {
 Result buildSchedule(const CollArgs& a, Schedule* out) {
   if (out == nullptr) return fail(Result::kInternalError, "buildSchedule called without an output schedule");
   out->steps.clear();
+  out->scratchElems = 0;
   const unsigned kind = static_cast<unsigned>(a.kind);
   if (kind > static_cast<unsigned>(CollKind::kRecv)) {
     return fail(Result::kInvalidArgument, "unknown collective kind %u", kind);

@@ -62,7 +62,10 @@
 
 namespace mixccl::algo {
 
-enum class Buf : uint8_t { kNone = 0, kInput = 1, kOutput = 2 };
+// kScratch: memory the engine provides for one operation, Schedule::scratchElems elements of the
+// collective's datatype, uninitialised at the first step, private to the rank. Trees keep partial
+// results there that fit in neither user buffer (a non-root rank of a Reduce has no Output).
+enum class Buf : uint8_t { kNone = 0, kInput = 1, kOutput = 2, kScratch = 3 };
 
 // The algorithm a schedule follows. kDefault is each collective's standing choice (ring for the
 // reduction and gather-to-all kinds, pairwise for all-to-all, direct for gather and scatter);
@@ -113,6 +116,7 @@ inline bool isToken(const Step& s) {
 
 struct Schedule {
   std::vector<Step> steps;
+  uint64_t scratchElems = 0;  // size of Buf::kScratch for this rank (0: the schedule uses none)
 };
 
 // Builds this rank's schedule for `args`. Fails with kInvalidArgument on impossible arguments

@@ -22,7 +22,19 @@ struct ActorState {
   uint64_t clock = 0;            // when this rank is free again, in hops (SimStats::criticalHops)
 };
 
-const char* bufName(Buf b) { return b == Buf::kInput ? "Input" : b == Buf::kOutput ? "Output" : "none"; }
+const char* bufName(Buf b) {
+  switch (b) {
+    case Buf::kInput:
+      return "Input";
+    case Buf::kOutput:
+      return "Output";
+    case Buf::kScratch:
+      return "Scratch";
+    case Buf::kNone:
+      break;
+  }
+  return "none";
+}
 
 class Simulator {
  public:
@@ -80,6 +92,11 @@ class Simulator {
         return fail(Result::kInvalidArgument, "simulate: rank %d's Input/Output windows exceed its %zu-cell arena",
                     a.rank, a.arena.size());
       }
+      // Scratch is appended to the arena, filled with garbage a correct schedule never reads
+      // before writing (it would corrupt the result).
+      a.scratchElems = a.schedule.scratchElems;
+      a.scratchOffset = a.arena.size();
+      a.arena.resize(a.arena.size() + a.scratchElems, SimCell{-999999937, -1000, 0});
       a.inputReductionReads.assign(a.inputElems, 0);
       a.elemsSent = 0;
       a.messagesSent = 0;
@@ -93,13 +110,13 @@ class Simulator {
 
   // Arena index of element `off` of buffer `b`, after checking [off, off+count) is inside it.
   Result locate(const SimActor& a, size_t stepIdx, Buf b, uint64_t off, uint64_t count, uint64_t* base) {
-    const uint64_t size = b == Buf::kInput ? a.inputElems : a.outputElems;
+    const uint64_t size = b == Buf::kInput ? a.inputElems : b == Buf::kOutput ? a.outputElems : a.scratchElems;
     if (off > size || count > size - off) {
       return fail(Result::kInvalidUsage, "rank %d step %zu: %s[%llu, +%llu) is outside its %llu elements", a.rank,
                   stepIdx, bufName(b), static_cast<unsigned long long>(off), static_cast<unsigned long long>(count),
                   static_cast<unsigned long long>(size));
     }
-    *base = (b == Buf::kInput ? a.inputOffset : a.outputOffset) + off;
+    *base = (b == Buf::kInput ? a.inputOffset : b == Buf::kOutput ? a.outputOffset : a.scratchOffset) + off;
     return Result::kSuccess;
   }
 

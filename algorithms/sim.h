@@ -6,7 +6,8 @@
 // transport and no threads, and reports what the progress engine would have done.
 //
 // Model. Each actor is one rank's schedule with its own memory (an "arena" of cells); Input and
-// Output are windows into that arena, which may overlap (NCCL's in-place forms alias them). A
+// Output are windows into that arena, which may overlap (NCCL's in-place forms alias them);
+// Scratch is a third window, private, holding garbage until a step writes it. A
 // FIFO of bounded depth connects every ordered pair (src rank, dst rank). simulate() sweeps the
 // actors round-robin; each visit executes at most one step of that actor, and only when every
 // resource it needs is there (the message to receive, a free slot to send into) - the engine's
@@ -52,6 +53,10 @@ struct SimActor {
   uint64_t inputElems = 0;
   uint64_t outputOffset = 0;  // Output = arena[outputOffset, outputOffset + outputElems)
   uint64_t outputElems = 0;
+  // Set by simulate(): Scratch = arena[scratchOffset, + schedule.scratchElems), appended to the
+  // arena the caller built.
+  uint64_t scratchOffset = 0;
+  uint64_t scratchElems = 0;
   // Filled by simulate(): per Input element, how many times a reduction read it (pre() count).
   std::vector<uint32_t> inputReductionReads;
   uint64_t elemsSent = 0;

@@ -76,7 +76,12 @@ Result planOp(Op* op) {
   const size_t elem = dataTypeSize(op->dtype);
   args.chunkElems = static_cast<uint64_t>(config::getInt(config::Knob::kChunkSize)) / elem;
   args.fifoDepth = static_cast<uint32_t>(config::getInt(config::Knob::kFifoDepth));
-  return algo::buildSchedule(args, &op->schedule);
+  MIXCCL_TRY(algo::buildSchedule(args, &op->schedule));
+  if (op->schedule.scratchElems > 0) {
+    return fail(Result::kInternalError, "%s: the engine cannot yet provide the scratch memory this schedule needs",
+                collName(op->kind));
+  }
+  return Result::kSuccess;
 }
 
 }  // namespace mixccl

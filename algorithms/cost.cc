@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+
+// One function per algorithm family; each restates the cost line of its algorithm file in the
+// terms of cost.h. "msgs(x)" is the number of chunk-sized messages x bytes take.
+
+#include "algorithms/cost.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace mixccl::algo {
+namespace {
+
+double msgs(double bytes, double chunk) { return std::max(1.0, std::ceil(bytes / std::max(1.0, chunk))); }
+
+int ceilLog2(int p) {
+  int l = 0;
+  while ((1 << l) < p) ++l;
+  return l;
+}
+
+int floorLog2(int p) {
+  int l = 0;
+  while ((2 << l) <= p) ++l;
+  return l;
+}
+
+bool reduces(CollKind k) {
+  return k == CollKind::kAllReduce || k == CollKind::kReduce || k == CollKind::kReduceScatter;
+}
+
+// Ring passes (ring_all_reduce.cc, ring_reduce_scatter.cc, ring_all_gather.cc): a pass moves
+// (p-1) segments of n/p bytes (AllReduce) or of n bytes (the gather/scatter kinds) through every
+// rank; the pipeline adds one message time per extra round.
+double ring(CollKind kind, double p, double n, double chunk, const LinkModel& m) {
+  if (p <= 1) return reduces(kind) ? n * m.gamma : 0;
+  switch (kind) {
+    case CollKind::kAllReduce: {
+      const double seg = n / p;
+      const double rounds = msgs(n, p * chunk);
+      return (2 * (p - 1) + rounds - 1) * m.alpha + 2 * (p - 1) * seg * m.beta + (p - 1) * seg * m.gamma;
+    }
+    case CollKind::kReduceScatter:
+    case CollKind::kAllGather: {
+      const double perStep = msgs(n, chunk);
+      const double gamma = kind == CollKind::kReduceScatter ? (p - 1) * n * m.gamma : 0;
+      return (p - 1) * perStep * m.alpha + (p - 1) * n * m.beta + gamma;
+    }
+    case CollKind::kBroadcast:
+    case CollKind::kReduce: {
+      // A pipelined chain: p-1 hops for the first chunk, then one chunk time per further chunk.
+      const double k = msgs(n, chunk);
+      const double piece = n / k;
+      const double gamma = kind == CollKind::kReduce ? n * m.gamma : 0;
+      return (p - 2 + k) * (m.alpha + piece * m.beta) + gamma;
+    }
+    default:
+      return -1;
+  }
+}
+
+}  // namespace
+
+double predictSeconds(Algo algo, CollKind kind, int p, uint64_t nBytes, uint64_t chunkBytes, const LinkModel& m) {
+  if (algo == Algo::kDefault || !algoSupports(algo, kind)) return -1;
+  const double n = static_cast<double>(nBytes), chunk = static_cast<double>(chunkBytes), P = p;
+  switch (algo) {
+    case Algo::kRing:
+      return ring(kind, P, n, chunk, m);
+    case Algo::kPairwise:  // p-1 exchanges of one block each, sent and received at once
+    case Algo::kDirect:    // the root exchanges p-1 blocks, one after the other
+      return (P - 1) * (msgs(n, chunk) * m.alpha + n * m.beta);
+    case Algo::kRecursiveDoubling: {
+      // floor(log2 p) exchanges of the whole buffer, plus a fold and an unfold when p is not a
+      // power of two; every exchange combines n bytes.
+      const double rounds = floorLog2(p) + ((p & (p - 1)) != 0 ? 2 : 0);
+      return rounds * (msgs(n, chunk) * m.alpha + n * m.beta) + floorLog2(p) * n * m.gamma;
+    }
+    case Algo::kBinomialTree: {
+      // ceil(log2 p) levels; the root sends every chunk to each of its ceil(log2 p) children.
+      // The root sends k chunks to each of them, so it is busy k*d message times.
+      const double k = msgs(n, chunk), d = ceilLog2(p);
+      return k * d * (m.alpha + (n / k) * m.beta);
+    }
+    case Algo::kDefault:
+      break;
+  }
+  return -1;
+}
+
+}  // namespace mixccl::algo

@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+#pragma once
+
+// The alpha-beta-gamma cost of a collective under one algorithm: the closed forms stated in each
+// algorithm file's header, in one place so the tuner (src/core/tuner.h) can compare candidates.
+//
+// Terms: p ranks, n = the collective's bytes per rank as NCCL counts them (count * element size;
+// AllGather/Gather: one rank's contribution, ReduceScatter/Scatter: one rank's share, AlltoAll:
+// one block), chunk = bytes per message slot. alpha: seconds per message on the critical path
+// (latency plus the per-message software cost); beta: seconds per byte over one link; gamma:
+// seconds per byte combined by a reduction. A message larger than a chunk is several messages,
+// so the alpha term counts sequential messages, and pipelined algorithms pay the pipeline fill.
+//
+// The model is coarse on purpose: it ranks algorithms, it does not predict wall time to better
+// than a factor of two. Pure function, any thread.
+
+#include <cstdint>
+
+#include "algorithms/schedule.h"
+
+namespace mixccl::algo {
+
+struct LinkModel {
+  double alpha = 0;  // s per message
+  double beta = 0;   // s per byte over one link
+  double gamma = 0;  // s per byte reduced
+};
+
+// Predicted seconds of `algo` (not kDefault) for `kind` at p ranks, n bytes per rank (see above)
+// and `chunkBytes` per message; a negative value when the algorithm has no form for `kind`.
+double predictSeconds(Algo algo, CollKind kind, int p, uint64_t n, uint64_t chunkBytes, const LinkModel& m);
+
+}  // namespace mixccl::algo
