@@ -68,6 +68,18 @@ const char* algoName(Algo a) {
       return "recursive-doubling";
     case Algo::kBinomialTree:
       return "binomial-tree";
+    case Algo::kRecursiveHalving:
+      return "recursive-halving";
+    case Algo::kRabenseifner:
+      return "rabenseifner";
+    case Algo::kOneShot:
+      return "one-shot";
+    case Algo::kBruck:
+      return "bruck";
+    case Algo::kScatterAllGather:
+      return "scatter-allgather";
+    case Algo::kDoubleBinaryTree:
+      return "double-binary-tree";
   }
   return "?";
 }

@@ -75,10 +75,16 @@ enum class Algo : uint8_t {
   kRing,               // every collective with a ring form
   kPairwise,           // AlltoAll
   kDirect,             // Gather, Scatter
-  kRecursiveDoubling,  // AllReduce: log2(p) exchanges of the whole buffer
-  kBinomialTree,       // Broadcast: ceil(log2 p) hops from the root
+  kRecursiveDoubling,  // AllReduce: log2(p) exchanges of the whole buffer; AllGather: doubling blocks
+  kBinomialTree,       // Broadcast, Reduce, Gather, Scatter: ceil(log2 p) hops from/to the root
+  kRecursiveHalving,   // ReduceScatter: log2(p) exchanges of halving halves
+  kRabenseifner,       // AllReduce: recursive-halving reduce-scatter + recursive-doubling all-gather
+  kOneShot,            // AllReduce: every rank sends its whole Input to every other rank (tiny messages)
+  kBruck,              // AlltoAll (and the logarithmic AllGather/ReduceScatter): ceil(log2 p) rounds
+  kScatterAllGather,   // Broadcast (van de Geijn): scatter from the root, then a ring all-gather
+  kDoubleBinaryTree,   // AllReduce: two binary trees, each reducing and broadcasting half the data
 };
-constexpr int kNumAlgos = 6;
+constexpr int kNumAlgos = 12;
 
 const char* algoName(Algo a);
 // Whether buildSchedule() has a builder for `kind` under `algo` (kDefault: always).
