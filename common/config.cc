@@ -28,15 +28,19 @@ struct KnobDecl {
 constexpr KnobDecl kTable[] = {
     {Knob::kDebug, "NCCL_DEBUG", Type::kString, "", "log level: VERSION, WARN, INFO or TRACE"},
     {Knob::kDebugSubsys, "NCCL_DEBUG_SUBSYS", Type::kString, "INIT,ENV",
-     "comma list of subsystems to log at INFO (INIT,COLL,P2P,SHM,NET,ENV,ALLOC,CALL,BOOTSTRAP,ALL); ^ negates"},
+     "comma list of subsystems to log at INFO (INIT,COLL,P2P,SHM,NET,TUNING,ENV,ALLOC,CALL,BOOTSTRAP,ALL); ^ negates"},
     {Knob::kDebugFile, "NCCL_DEBUG_FILE", Type::kString, "", "log to this file instead of stdout (%h host, %p pid)"},
     {Knob::kCommId, "NCCL_COMM_ID", Type::kString, "", "host:port of the bootstrap root, instead of the unique id's"},
     {Knob::kSocketIfname, "NCCL_SOCKET_IFNAME", Type::kString, "",
      "interfaces for bootstrap and TCP: prefix list, ^ excludes, = exact"},
     {Knob::kSocketFamily, "NCCL_SOCKET_FAMILY", Type::kString, "", "AF_INET or AF_INET6 to force an address family"},
     {Knob::kShmDisable, "NCCL_SHM_DISABLE", Type::kBool, "0", "1 = never use shared memory (use TCP on one host)"},
-    {Knob::kAlgo, "NCCL_ALGO", Type::kString, "", "algorithm list (only Ring is implemented for now)"},
-    {Knob::kProto, "NCCL_PROTO", Type::kString, "", "protocol list (accepted, ignored on host memory)"},
+    {Knob::kAlgo, "NCCL_ALGO", Type::kString, "",
+     "algorithms the tuner may choose: NCCL's list syntax (Ring,Tree / ^Tree / allreduce:tree;allgather:ring) with "
+     "NCCL's and mixccl's names (docs/TUNING.md); the same on every rank"},
+    {Knob::kProto, "NCCL_PROTO", Type::kString, "",
+     "protocols the tuner may choose (LL, LL128, Simple; ^ excludes; per collective as NCCL_ALGO); only Simple "
+     "exists today"},
     {Knob::kIbHca, "NCCL_IB_HCA", Type::kString, "", "RDMA devices to use (RDMA transport)"},
     {Knob::kTimeout, "MIXCCL_TIMEOUT", Type::kInt, "1800",
      "seconds any blocking wait may last before it fails with ncclRemoteError"},

@@ -5,6 +5,7 @@
 
 #include <climits>
 #include <cstring>
+#include <string>
 #include <thread>
 
 #include "common/log.h"
@@ -135,15 +136,19 @@ MIXCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int
     MIXCCL_TRY(mixccl::createUniqueId(&id, /*honourCommIdEnv=*/false));
     std::vector<std::unique_ptr<Communicator>> made(ndev);
     std::vector<Result> results(ndev, Result::kSuccess);
+    std::vector<std::string> messages(ndev);  // each rank's thread has its own last error
     std::vector<std::thread> threads;
     for (int r = 0; r < ndev; ++r) {
-      threads.emplace_back([&, r] { results[r] = Communicator::create(id, ndev, r, CommOptions{}, &made[r]); });
+      threads.emplace_back([&, r] {
+        results[r] = Communicator::create(id, ndev, r, CommOptions{}, &made[r]);
+        if (results[r] != Result::kSuccess) messages[r] = mixccl::lastError();
+      });
     }
     for (auto& t : threads) t.join();
     for (int r = 0; r < ndev; ++r) {
       if (results[r] != Result::kSuccess) {
         for (int i = 0; i < ndev; ++i) comms[i] = nullptr;
-        return fail(results[r], "%s: rank %d of %d failed to initialise", fn, r, ndev);
+        return fail(results[r], "%s: rank %d of %d failed to initialise: %s", fn, r, ndev, messages[r].c_str());
       }
     }
     for (int r = 0; r < ndev; ++r) {

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <mutex>
@@ -211,6 +212,7 @@ Result Communicator::init(const UniqueIdData& id) {
       }
       MIXCCL_TRY(slot.transport->setPeers(tpeers));
     }
+    MIXCCL_TRY(configureTuner(ctx.slotBytes));
     sendConns_.resize(static_cast<size_t>(nranks_) * kNumLanes);
     recvConns_.resize(static_cast<size_t>(nranks_) * kNumLanes);
     return Result::kSuccess;
@@ -228,6 +230,26 @@ Result Communicator::init(const UniqueIdData& id) {
               rank_, nranks_, static_cast<unsigned long long>(commHash_), options_.name.empty() ? "" : " name ",
               options_.name.c_str());
   return Result::kSuccess;
+}
+
+// The tuner's facts come from the peer table, which every rank holds identically: the hosts,
+// and whether every rank offers shared memory (NCCL_SHM_DISABLE may differ between ranks).
+Result Communicator::configureTuner(size_t slotBytes) {
+  TuneFacts facts;
+  facts.nranks = nranks_;
+  std::vector<uint64_t> hosts;
+  for (const PeerInfo& p : peers_) {
+    if (std::find(hosts.begin(), hosts.end(), p.hostHash) == hosts.end()) hosts.push_back(p.hostHash);
+  }
+  facts.nhosts = static_cast<int>(hosts.size());
+  bool everyRankShm = true;
+  for (const PeerInfo& p : peers_) {
+    const PeerTransportInfo* shm = p.transport("shm");
+    everyRankShm = everyRankShm && shm != nullptr && !shm->blob.empty();  // empty: NCCL_SHM_DISABLE there
+  }
+  facts.shm = facts.nhosts == 1 && everyRankShm;
+  facts.chunkBytes = slotBytes;
+  return tuner_.configure(config::getString(config::Knob::kAlgo), config::getString(config::Knob::kProto), facts);
 }
 
 // Both ends of a pair decide alone from the same records, so the choice must not depend on the

@@ -35,6 +35,7 @@
 #include "src/core/bootstrap.h"
 #include "src/core/hang_report.h"
 #include "src/core/peer_info.h"
+#include "src/core/tuner.h"
 #include "src/device/device_backend.h"
 #include "transports/transport.h"
 
@@ -89,6 +90,8 @@ class Communicator {
   // Some rank on this host (this one included) computes on a device that shares the host's cores
   // (kCapSharesHostCores): a wait here may wait for work that needs these cores.
   bool deviceOnHostCores() const { return deviceOnHostCores_; }
+  // Which algorithm each collective runs with (tuner.h); configured at init, read-only after.
+  const Tuner& tuner() const { return tuner_; }
 
   // The connection of `lane` to/from `peer`, created on first use (never blocks).
   Result sendConnection(int peer, int lane, SendConnection** out);
@@ -186,12 +189,14 @@ class Communicator {
   Result pickTransport(int peer, Transport** out);
   Result backendPrint(bool processWide, ArithPrint* out);
   Result checkBackends();
+  Result configureTuner(size_t slotBytes);
 
   int nranks_;
   int rank_;
   int device_ = 0;
   int localRanks_ = 1;
   bool deviceOnHostCores_ = false;
+  Tuner tuner_;
   CommOptions options_;
   uint64_t commHash_ = 0;
   std::atomic<CommState> state_{CommState::kInitializing};
@@ -230,7 +235,8 @@ class Communicator {
 };
 
 // The protocol version this build speaks (PROTOCOL.md); all ranks of a communicator must agree.
-// 2: stamped messages, shm closed flags; 3: per-run shm names; 4: versioned, length-prefixed peer info
-constexpr uint32_t kProtocolVersion = 4;
+// 2: stamped messages, shm closed flags; 3: per-run shm names; 4: versioned, length-prefixed peer info;
+// 5: the algorithm in the operation stamp
+constexpr uint32_t kProtocolVersion = 5;
 
 }  // namespace mixccl

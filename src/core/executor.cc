@@ -28,7 +28,8 @@ char* bufferAt(const Op& op, algo::Buf buf, uint64_t offset) {
       return const_cast<char*>(static_cast<const char*>(op.input)) + offset * elem;
     case algo::Buf::kOutput:
       return static_cast<char*>(op.output) + offset * elem;
-    case algo::Buf::kScratch:  // planOp refuses schedules with scratch until the engine provides it
+    case algo::Buf::kScratch:
+      return static_cast<char*>(op.scratch.get()) + offset * elem;
     case algo::Buf::kNone:
       break;
   }

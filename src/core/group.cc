@@ -187,10 +187,10 @@ Result simulateEnd(double* estimatedSeconds) {
     return fail(Result::kInvalidUsage, "ncclGroupSimulateEnd called without a matching ncclGroupStart");
   }
   if (--tGroup.depth > 0) return Result::kSuccess;
-  double bytes = 0;
-  for (auto& op : tGroup.ops) bytes += static_cast<double>(op->count) * dataTypeSize(op->dtype);
-  // A coarse model (latency + bandwidth of shared memory); the tuner will replace it.
-  *estimatedSeconds = tGroup.ops.empty() ? 0.0 : 10e-6 * tGroup.ops.size() + bytes / 5e9;
+  // The tuner's estimate of each operation (tuner.h), as if they ran one after the other.
+  double seconds = 0;
+  for (auto& op : tGroup.ops) seconds += op->predictedSeconds;
+  *estimatedSeconds = seconds;
   return finish("ncclGroupSimulateEnd", /*run=*/false);
 }
 

@@ -59,6 +59,10 @@ Result prepareOp(Op* op) {
     MIXCCL_TRY(comm->checkSupported(op->dtype, named, collName(op->kind)));
     MIXCCL_TRY(resolveReduction(op));
   }
+  TuneChoice choice;
+  MIXCCL_TRY(comm->tuner().choose(op->kind, op->count, op->dtype, &choice));
+  op->algo = choice.algo;
+  op->predictedSeconds = choice.seconds;
   return Result::kSuccess;
 }
 
@@ -76,10 +80,18 @@ Result planOp(Op* op) {
   const size_t elem = dataTypeSize(op->dtype);
   args.chunkElems = static_cast<uint64_t>(config::getInt(config::Knob::kChunkSize)) / elem;
   args.fifoDepth = static_cast<uint32_t>(config::getInt(config::Knob::kFifoDepth));
+  args.algo = op->algo;
   MIXCCL_TRY(algo::buildSchedule(args, &op->schedule));
   if (op->schedule.scratchElems > 0) {
-    return fail(Result::kInternalError, "%s: the engine cannot yet provide the scratch memory this schedule needs",
-                collName(op->kind));
+    const size_t bytes = op->schedule.scratchElems * elem;
+    Result r = op->scratch.allocate(op->comm->backend(), bytes);
+    if (r != Result::kSuccess) {
+      return fail(r,
+                  "%s on rank %d: the %s algorithm needs %zu bytes of scratch memory and the %s backend could not "
+                  "allocate them: %s",
+                  collName(op->kind), comm->rank(), algo::algoName(op->algo), bytes, comm->backend()->name(),
+                  lastError().c_str());
+    }
   }
   return Result::kSuccess;
 }

@@ -16,6 +16,27 @@ namespace mixccl {
 
 class Communicator;
 
+// Memory a schedule asks for (algo::Buf::kScratch), from the communicator's backend so device
+// work can reach it; freed with the operation, which outlives every step that used it.
+class ScratchMemory {
+ public:
+  ScratchMemory() = default;
+  ~ScratchMemory() {
+    if (ptr_ != nullptr) (void)backend_->free(ptr_);
+  }
+  ScratchMemory(const ScratchMemory&) = delete;
+  ScratchMemory& operator=(const ScratchMemory&) = delete;
+  Result allocate(DeviceBackend* backend, size_t bytes) {
+    backend_ = backend;
+    return backend->alloc(bytes, &ptr_);
+  }
+  void* get() const { return ptr_; }
+
+ private:
+  DeviceBackend* backend_ = nullptr;
+  void* ptr_ = nullptr;
+};
+
 struct Op {
   Communicator* comm = nullptr;
   CollKind kind = CollKind::kAllReduce;
@@ -33,12 +54,15 @@ struct Op {
   bool reduction = false;
   ReduceSpec spec;
   int lane = 0;
-  const void* deviceScalar = nullptr;  // ncclScalarDevice PreMulSum: read into spec by planOp()
+  const void* deviceScalar = nullptr;      // ncclScalarDevice PreMulSum: read into spec by planOp()
+  algo::Algo algo = algo::Algo::kDefault;  // the tuner's choice (never kDefault once prepared)
+  double predictedSeconds = 0;             // the tuner's estimate (ncclGroupSimulateEnd)
   // Filled when the operation is issued (group.cc):
   uint64_t seq = 0;
   uint64_t stamp = 0;  // opStamp(): sent with every message, checked on every received one
   // Filled by planOp():
   algo::Schedule schedule;
+  ScratchMemory scratch;  // schedule.scratchElems elements
 };
 
 constexpr bool isReduction(CollKind k) {
@@ -47,12 +71,12 @@ constexpr bool isReduction(CollKind k) {
 
 // On the calling thread: checks the operator against the communicator's backends, resolves it
 // (capturing what a user operator holds, since NCCL lets the caller destroy it once the call
-// returned) and picks the lane. Cheap, whatever the count.
+// returned), picks the lane and asks the tuner for the algorithm. Cheap, whatever the count.
 Result prepareOp(Op* op);
 
 // On the thread that runs the operation, when it starts (for queued work: after the stream has
-// reached the call): reads a device-resident PreMulSum scalar, in stream order as NCCL does, and
-// builds the schedule, whose size grows with the count.
+// reached the call): reads a device-resident PreMulSum scalar, in stream order as NCCL does,
+// builds the schedule, whose size grows with the count, and allocates the scratch it needs.
 Result planOp(Op* op);
 
 }  // namespace mixccl

@@ -12,12 +12,19 @@ namespace {
 constexpr uint64_t kNoReduction = 15;
 constexpr uint64_t kAnyPreMulSum = 5;
 
+static_assert(algo::kNumAlgos <= 16, "the stamp has 4 bits for the algorithm");
+
 struct Fields {
-  uint64_t seq, kind, dtype, redop, root, count;
+  uint64_t seq, kind, dtype, redop, root, count, algo, proto;
 };
 
 Fields unpack(uint64_t s) {
-  return {s & 0xffff, (s >> 16) & 0xf, (s >> 20) & 0xf, (s >> 24) & 0xf, (s >> 28) & 0xffff, (s >> 44) & 0x7ffff};
+  return {s & 0xffff,         (s >> 16) & 0xf,    (s >> 20) & 0xf, (s >> 24) & 0xf,
+          (s >> 28) & 0xffff, (s >> 44) & 0x3fff, (s >> 58) & 0xf, (s >> 62) & 1};
+}
+
+const char* algoText(uint64_t v) {
+  return v < static_cast<uint64_t>(algo::kNumAlgos) ? algo::algoName(static_cast<algo::Algo>(v)) : "unknown";
 }
 
 bool rooted(CollKind k) {
@@ -37,9 +44,11 @@ uint64_t opStamp(const Op& op) {
   uint64_t redop = kNoReduction;
   if (isReduction(op.kind)) redop = op.redOp < kNumBuiltinOps ? static_cast<uint64_t>(op.redOp) : kAnyPreMulSum;
   const uint64_t root = rooted(op.kind) ? static_cast<uint64_t>(op.root) & 0xffff : 0;
-  const uint64_t count = (op.count ^ (op.count >> 19) ^ (op.count >> 38)) & 0x7ffff;
+  const uint64_t count = (op.count ^ (op.count >> 14) ^ (op.count >> 28) ^ (op.count >> 42)) & 0x3fff;
+  const bool p2p = op.kind == CollKind::kSend || op.kind == CollKind::kRecv;
+  const uint64_t algorithm = p2p ? 0 : static_cast<uint64_t>(op.algo) & 0xf;
   return (op.seq & 0xffff) | static_cast<uint64_t>(kind) << 16 | (static_cast<uint64_t>(op.dtype) & 0xf) << 20 |
-         redop << 24 | root << 28 | count << 44;
+         redop << 24 | root << 28 | count << 44 | algorithm << 58;
 }
 
 std::string describeStamp(uint64_t stamp) {
@@ -53,6 +62,7 @@ std::string describeStamp(uint64_t stamp) {
            redopText(f.redop));
   std::string out = buf;
   if (knownKind && rooted(static_cast<CollKind>(f.kind))) out += ", root " + std::to_string(f.root);
+  if (f.algo != 0) out += std::string(", algorithm ") + algoText(f.algo);
   return out;
 }
 
@@ -79,9 +89,14 @@ Result stampMismatch(const Op& op, uint64_t theirs, int peer) {
   } else if (a.root != b.root) {
     snprintf(what, sizeof(what), "rank %d passed root %llu where this rank passed %d", peer,
              static_cast<unsigned long long>(b.root), op.root);
-  } else {
+  } else if (a.count != b.count) {
     snprintf(what, sizeof(what), "rank %d passed a different count than this rank's %llu", peer,
              static_cast<unsigned long long>(op.count));
+  } else {
+    snprintf(what, sizeof(what),
+             "rank %d runs it with the %s algorithm where this rank chose %s: NCCL_ALGO (or NCCL_PROTO) differs "
+             "between the ranks; set it the same everywhere",
+             peer, algoText(b.algo), algoText(a.algo));
   }
   return fail(Result::kInvalidUsage,
               "%s (seq %llu) on rank %d: mismatched calls: %s. Every rank must issue the same collectives, in the "

@@ -5,8 +5,9 @@
 // Mismatch detection. Every message carries a 64-bit stamp describing the operation that sent it
 // (PROTOCOL.md, "Operation stamps"); a receiver compares it with the stamp of its own operation
 // before it uses the payload. Ranks that called different collectives, counts, datatypes,
-// reduction operators or roots at the same point, or a different number of operations, fail
-// with kInvalidUsage naming what differs and on which rank, instead of hanging or mixing data.
+// reduction operators or roots at the same point, or a different number of operations, or whose
+// tuners chose different algorithms (different NCCL_ALGO), fail with kInvalidUsage naming what
+// differs and on which rank, instead of hanging or mixing data.
 // The cost is one 8-byte store per sent message and one compare per received one.
 //
 // Layout (bit 0 = least significant):
@@ -15,7 +16,9 @@
 //   20..23 datatype (ncclDataType_t)
 //   24..27 reduction: ncclRedOp_t 0..4 for built-ins, 5 for any PreMulSum, 15 for none
 //   28..43 root, low 16 bits (0 for unrooted collectives and send/recv)
-//   44..62 count fingerprint: (count ^ count >> 19 ^ count >> 38) & 0x7ffff
+//   44..57 count fingerprint: (count ^ count >> 14 ^ count >> 28 ^ count >> 42) & 0x3fff
+//   58..61 algorithm (algo::Algo, the tuner's choice; 0 for send/recv)
+//   62     protocol: 0 Simple, 1 LL
 //   63     probe: an empty message a rank sends on the collective lane to the peer it has waited
 //          on for a while, so ranks that all wait to receive (e.g. a broadcast whose roots
 //          differ) still compare notes. A receiver skips probes of other sequence numbers

@@ -2,7 +2,9 @@
 // SPDX-FileCopyrightText: 2026 The mixccl authors
 // Every collective through the public API, ranks as threads: transport {shm, tcp} x nranks
 // {1,2,3,4,7,8} x count {0, 1, odd, large (multi-chunk)} x dtype x op x in/out-of-place, checked
-// element by element against a reference (tests/support/values.h).
+// element by element against a reference (tests/support/values.h). The Algorithms instances
+// repeat the suite with NCCL_ALGO forcing, for every collective, its k-th algorithm other than
+// the standing ring/pairwise/direct one, so every algorithm runs through the engine too.
 
 #include <gtest/gtest.h>
 #include <nccl.h>
@@ -13,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/schedule.h"
 #include "common/config.h"
 #include "tests/support/rank_threads.h"
 #include "tests/support/values.h"
@@ -23,13 +26,36 @@ namespace {
 struct Param {
   const char* transport;
   int nranks;
+  int alternative = 0;  // 0: the tuner chooses; k: NCCL_ALGO forces algorithmPolicy(k)
 };
 
+// NCCL_ALGO naming, for each collective that has one, its k-th algorithm (k >= 1) besides the
+// standing ring / pairwise / direct one; "" when no collective has a k-th.
+std::string algorithmPolicy(int k) {
+  const char* names[] = {"allreduce",     "broadcast", "reduce", "allgather",
+                         "reducescatter", "alltoall",  "gather", "scatter"};
+  std::string policy;
+  for (int kind = 0; kind < 8; ++kind) {
+    int seen = 0;
+    for (int a = 1; a < algo::kNumAlgos; ++a) {
+      const auto al = static_cast<algo::Algo>(a);
+      if (al == algo::Algo::kRing || al == algo::Algo::kPairwise || al == algo::Algo::kDirect) continue;
+      if (!algo::algoSupports(al, static_cast<CollKind>(kind)) || ++seen != k) continue;
+      policy += std::string(policy.empty() ? "" : ";") + names[kind] + ":" + algo::algoName(al);
+    }
+  }
+  return policy;
+}
+
 // Readable parameter in test logs (instead of gtest's byte dump).
-void PrintTo(const Param& p, std::ostream* os) { *os << p.transport << " x " << p.nranks << " ranks"; }
+void PrintTo(const Param& p, std::ostream* os) {
+  *os << p.transport << " x " << p.nranks << " ranks";
+  if (p.alternative > 0) *os << ", NCCL_ALGO=" << algorithmPolicy(p.alternative);
+}
 
 std::string paramName(const ::testing::TestParamInfo<Param>& info) {
-  return std::string(info.param.transport) + "_np" + std::to_string(info.param.nranks);
+  return std::string(info.param.transport) + "_np" + std::to_string(info.param.nranks) +
+         (info.param.alternative > 0 ? "_alt" + std::to_string(info.param.alternative) : "");
 }
 
 // Small chunks so that the "large" count streams through many pipelined messages.
@@ -43,6 +69,14 @@ class CollTest : public ::testing::TestWithParam<Param> {
     setenv("MIXCCL_CHUNK_SIZE", "16384", 1);
     setenv("MIXCCL_FIFO_DEPTH", "4", 1);
     setenv("MIXCCL_TIMEOUT", "120", 1);
+    const std::string policy = algorithmPolicy(GetParam().alternative);
+    ASSERT_TRUE(GetParam().alternative == 0 || !policy.empty())
+        << "no collective has alternative algorithm " << GetParam().alternative;
+    setenv("NCCL_ALGO", policy.c_str(), 1);
+    config::resetForTesting();
+  }
+  void TearDown() override {
+    unsetenv("NCCL_ALGO");
     config::resetForTesting();
   }
   int n() const { return GetParam().nranks; }
@@ -279,6 +313,12 @@ INSTANTIATE_TEST_SUITE_P(Transports, CollTest,
                          ::testing::Values(Param{"shm", 1}, Param{"shm", 2}, Param{"shm", 3}, Param{"shm", 4},
                                            Param{"shm", 7}, Param{"shm", 8}, Param{"tcp", 2}, Param{"tcp", 3},
                                            Param{"tcp", 4}, Param{"tcp", 7}, Param{"tcp", 8}),
+                         paramName);
+
+// Rank counts with and without a power of two, and one over TCP, for each forced algorithm.
+INSTANTIATE_TEST_SUITE_P(Algorithms, CollTest,
+                         ::testing::Values(Param{"shm", 2, 1}, Param{"shm", 3, 1}, Param{"shm", 5, 1},
+                                           Param{"shm", 8, 1}, Param{"tcp", 3, 1}),
                          paramName);
 
 }  // namespace

@@ -1,0 +1,344 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+#include "src/core/tuner.h"
+
+#include <cctype>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "common/log.h"
+
+namespace mixccl {
+namespace {
+
+using algo::Algo;
+
+constexpr int kNumKinds = static_cast<int>(CollKind::kRecv) + 1;
+
+constexpr uint32_t bit(Algo a) { return 1u << static_cast<unsigned>(a); }
+
+// The collectives NCCL_ALGO without "coll:" governs: those NCCL itself tunes. AlltoAll, Gather
+// and Scatter are point-to-point patterns in NCCL, untouched by its NCCL_ALGO; here they follow
+// only entries that name them, so NCCL_ALGO=Ring does not leave them without an algorithm.
+bool globalListApplies(CollKind k) {
+  return k == CollKind::kAllReduce || k == CollKind::kBroadcast || k == CollKind::kReduce ||
+         k == CollKind::kAllGather || k == CollKind::kReduceScatter;
+}
+
+uint32_t supported(CollKind kind) {
+  uint32_t m = 0;
+  for (int a = 1; a < algo::kNumAlgos; ++a) {
+    if (algo::algoSupports(static_cast<Algo>(a), kind)) m |= bit(static_cast<Algo>(a));
+  }
+  return m;
+}
+
+std::string normalise(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '-' || c == '_' || c == ' ' || c == '\t') continue;
+    out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return out;
+}
+
+// NCCL's algorithm names and what they stand for here, per collective.
+struct Family {
+  const char* name;  // as NCCL spells it
+  uint32_t (*forKind)(CollKind);
+};
+
+uint32_t treeFamily(CollKind k) {
+  if (k == CollKind::kAllReduce) return bit(Algo::kDoubleBinaryTree);
+  if (k == CollKind::kBroadcast || k == CollKind::kReduce || k == CollKind::kGather || k == CollKind::kScatter) {
+    return bit(Algo::kBinomialTree);
+  }
+  return 0;
+}
+uint32_t patFamily(CollKind k) {
+  return k == CollKind::kAllGather || k == CollKind::kReduceScatter ? bit(Algo::kBruck) : 0;
+}
+uint32_t nothing(CollKind) { return 0; }
+
+constexpr Family kFamilies[] = {
+    {"Tree", treeFamily},      {"PAT", patFamily}, {"CollnetDirect", nothing},
+    {"CollnetChain", nothing}, {"NVLS", nothing},  {"NVLSTree", nothing},
+};
+
+// The algorithms `name` (normalised) stands for under `kind`; false when the name is unknown.
+// "ring" is both NCCL's and mixccl's name.
+bool lookupAlgo(const std::string& name, CollKind kind, uint32_t* mask) {
+  for (const Family& f : kFamilies) {
+    if (name == normalise(f.name)) {
+      *mask = f.forKind(kind) & supported(kind);
+      return true;
+    }
+  }
+  for (int a = 1; a < algo::kNumAlgos; ++a) {
+    if (name == normalise(algo::algoName(static_cast<Algo>(a)))) {
+      *mask = algo::algoSupports(static_cast<Algo>(a), kind) ? bit(static_cast<Algo>(a)) : 0;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string validAlgoNames() {
+  std::string s;
+  for (const Family& f : kFamilies) s += std::string(s.empty() ? "" : ", ") + f.name;
+  s += ", Ring";
+  for (int a = 2; a < algo::kNumAlgos; ++a) s += std::string(", ") + algo::algoName(static_cast<Algo>(a));
+  return s;
+}
+
+// "ring, recursive-doubling" for the algorithms in `mask`.
+std::string namesOf(uint32_t mask) {
+  std::string s;
+  for (int a = 1; a < algo::kNumAlgos; ++a) {
+    if ((mask & bit(static_cast<Algo>(a))) != 0)
+      s += std::string(s.empty() ? "" : ", ") + algo::algoName(static_cast<Algo>(a));
+  }
+  return s.empty() ? "none" : s;
+}
+
+constexpr const char* kCollNames[] = {"allreduce",     "broadcast", "reduce", "allgather",
+                                      "reducescatter", "alltoall",  "gather", "scatter"};
+
+bool lookupColl(const std::string& name, CollKind* kind) {
+  for (size_t i = 0; i < std::size(kCollNames); ++i) {
+    if (name == kCollNames[i]) {
+      *kind = static_cast<CollKind>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+struct Entry {
+  bool hasColl = false;
+  CollKind kind = CollKind::kAllReduce;
+  bool exclude = false;
+  std::vector<std::string> names;  // normalised
+};
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (;;) {
+    const size_t at = s.find(sep, start);
+    out.push_back(s.substr(start, at == std::string::npos ? std::string::npos : at - start));
+    if (at == std::string::npos) return out;
+    start = at + 1;
+  }
+}
+
+// NCCL's list syntax, shared by NCCL_ALGO and NCCL_PROTO (see tuner.h).
+Result parsePolicy(const char* var, const std::string& value, std::vector<Entry>* out) {
+  bool global = false;
+  bool named[kNumKinds] = {};
+  for (const std::string& raw : split(value, ';')) {
+    const std::string part = normalise(raw);
+    if (part.empty()) continue;
+    Entry e;
+    std::string list = part;
+    const size_t colon = part.find(':');
+    if (colon != std::string::npos) {
+      if (!lookupColl(part.substr(0, colon), &e.kind)) {
+        return fail(Result::kInvalidArgument,
+                    "%s=\"%s\": unknown collective \"%s\"; valid: allreduce, broadcast, reduce, allgather, "
+                    "reducescatter, alltoall, gather, scatter",
+                    var, value.c_str(), part.substr(0, colon).c_str());
+      }
+      e.hasColl = true;
+      if (named[static_cast<int>(e.kind)]) {
+        return fail(Result::kInvalidArgument, "%s=\"%s\" names %s twice", var, value.c_str(), collName(e.kind));
+      }
+      named[static_cast<int>(e.kind)] = true;
+      list = part.substr(colon + 1);
+    } else if (global) {
+      return fail(Result::kInvalidArgument,
+                  "%s=\"%s\" has two lists without a collective; write \"list\" once, or \"coll:list;coll:list\"", var,
+                  value.c_str());
+    } else {
+      global = true;
+    }
+    if (!list.empty() && list[0] == '^') {
+      e.exclude = true;
+      list = list.substr(1);
+    }
+    for (const std::string& n : split(list, ',')) {
+      if (!n.empty()) e.names.push_back(n);
+    }
+    if (e.names.empty()) {
+      return fail(Result::kInvalidArgument, "%s=\"%s\": the entry \"%s\" lists no name", var, value.c_str(),
+                  raw.c_str());
+    }
+    out->push_back(std::move(e));
+  }
+  return Result::kSuccess;
+}
+
+// The entry governing `kind`: its own, else the global one where that applies, else none.
+const Entry* entryFor(const std::vector<Entry>& entries, CollKind kind) {
+  const Entry* global = nullptr;
+  for (const Entry& e : entries) {
+    if (e.hasColl && e.kind == kind) return &e;
+    if (!e.hasColl) global = &e;
+  }
+  return global != nullptr && globalListApplies(kind) ? global : nullptr;
+}
+
+constexpr const char* kProtoNames[] = {"Simple", "LL", "LL128"};
+constexpr uint32_t kProtoImplemented = 1u << static_cast<unsigned>(Proto::kSimple);
+
+bool lookupProto(const std::string& name, uint32_t* mask) {
+  for (size_t i = 0; i < std::size(kProtoNames); ++i) {
+    if (name == normalise(kProtoNames[i])) {
+      *mask = 1u << i;
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+const char* protoName(Proto p) {
+  const unsigned i = static_cast<unsigned>(p);
+  return i < std::size(kProtoNames) ? kProtoNames[i] : "?";
+}
+
+algo::LinkModel linkModel(const TuneFacts& facts) {
+  // docs/TUNING.md, "Constants", says how each was measured on the 2-core development machine:
+  // alpha from the 8-byte all-reduce of ring (2 hops) against recursive doubling (1 hop), and
+  // from sendrecv_perf over TCP loopback; beta from 64 MiB sendrecv_perf; gamma from
+  // bench_reduce (float32 sum, output bytes).
+  algo::LinkModel m;
+  if (facts.shm) {
+    m.alpha = 0.5e-6;
+    m.beta = 1.0 / 5e9;
+  } else {
+    m.alpha = 10e-6;
+    m.beta = 1.0 / 2.5e9;
+  }
+  m.gamma = 1.0 / 5e9;
+  return m;
+}
+
+Result Tuner::configure(const std::string& algoPolicy, const std::string& protoPolicy, const TuneFacts& facts) {
+  algoPolicy_ = algoPolicy;
+  protoPolicy_ = protoPolicy;
+  facts_ = facts;
+  std::vector<Entry> entries;
+  MIXCCL_TRY(parsePolicy("NCCL_ALGO", algoPolicy, &entries));
+  for (const Entry& e : entries) {
+    for (const std::string& n : e.names) {
+      uint32_t mask = 0;
+      if (!lookupAlgo(n, e.hasColl ? e.kind : CollKind::kAllReduce, &mask)) {
+        return fail(Result::kInvalidArgument, "NCCL_ALGO=\"%s\": unknown algorithm \"%s\"; valid: %s",
+                    algoPolicy.c_str(), n.c_str(), validAlgoNames().c_str());
+      }
+    }
+  }
+  for (int k = 0; k < kKinds; ++k) {
+    const CollKind kind = static_cast<CollKind>(k);
+    const uint32_t all = supported(kind);
+    const Entry* e = kind == CollKind::kSend || kind == CollKind::kRecv ? nullptr : entryFor(entries, kind);
+    if (e == nullptr) {
+      allowed_[k] = all;
+      continue;
+    }
+    uint32_t listed = 0;
+    for (const std::string& n : e->names) {
+      uint32_t mask = 0;
+      (void)lookupAlgo(n, kind, &mask);
+      listed |= mask;
+    }
+    allowed_[k] = e->exclude ? all & ~listed : listed;
+    if (allowed_[k] == 0 && e->hasColl) {
+      return fail(Result::kInvalidArgument, "NCCL_ALGO=\"%s\" leaves %s with no algorithm; %s runs with: %s",
+                  algoPolicy.c_str(), collName(kind), collName(kind), namesOf(all).c_str());
+    }
+    if (allowed_[k] == 0) {
+      MIXCCL_INFO(log::kTune | log::kInit, "NCCL_ALGO=\"%s\" leaves %s with no algorithm (it has: %s); calls fail",
+                  algoPolicy.c_str(), collName(kind), namesOf(all).c_str());
+    }
+  }
+
+  std::vector<Entry> protos;
+  MIXCCL_TRY(parsePolicy("NCCL_PROTO", protoPolicy, &protos));
+  for (int k = 0; k < kKinds; ++k) {
+    const CollKind kind = static_cast<CollKind>(k);
+    const Entry* e = entryFor(protos, kind);
+    if (e == nullptr) continue;
+    uint32_t listed = 0;
+    for (const std::string& n : e->names) {
+      uint32_t mask = 0;
+      if (!lookupProto(n, &mask)) {
+        return fail(Result::kInvalidArgument, "NCCL_PROTO=\"%s\": unknown protocol \"%s\"; valid: LL, LL128, Simple",
+                    protoPolicy.c_str(), n.c_str());
+      }
+      listed |= mask;
+    }
+    const uint32_t allowed = e->exclude ? 7u & ~listed : listed;
+    if ((allowed & kProtoImplemented) == 0) {
+      return fail(Result::kInvalidArgument,
+                  "NCCL_PROTO=\"%s\" leaves %s without a protocol mixccl implements: it runs with Simple (LL and "
+                  "LL128 are not implemented yet)",
+                  protoPolicy.c_str(), collName(kind));
+    }
+  }
+  return Result::kSuccess;
+}
+
+Result Tuner::choose(CollKind kind, uint64_t count, DataType dtype, TuneChoice* out) const {
+  const algo::LinkModel model = linkModel(facts_);
+  const uint64_t bytes = count * dataTypeSize(dtype);
+  const uint32_t mask = allowed_[static_cast<int>(kind)];
+  if (mask == 0) {
+    return fail(Result::kInvalidUsage, "%s: NCCL_ALGO=\"%s\" leaves it with no algorithm; %s runs with: %s",
+                collName(kind), algoPolicy_.c_str(), collName(kind), namesOf(supported(kind)).c_str());
+  }
+  const bool logIt = log::enabled(log::Level::kInfo, log::kTune);
+  std::string candidates;
+  bool found = false;
+  for (int a = 1; a < algo::kNumAlgos; ++a) {
+    const Algo al = static_cast<Algo>(a);
+    if ((mask & bit(al)) == 0) continue;
+    const double t = algo::predictSeconds(al, kind, facts_.nranks, bytes, facts_.chunkBytes, model);
+    if (t < 0) continue;
+    if (logIt) {
+      char one[64];
+      snprintf(one, sizeof(one), "%s%s %.2f us", candidates.empty() ? "" : ", ", algo::algoName(al), t * 1e6);
+      candidates += one;
+    }
+    if (!found || t < out->seconds) {
+      out->algo = al;
+      out->seconds = t;
+      found = true;
+    }
+  }
+  if (!found) {
+    // An algorithm without a cost formula is never preferred, but still runs when it is the
+    // only one allowed.
+    for (int a = 1; a < algo::kNumAlgos && !found; ++a) {
+      if ((mask & bit(static_cast<Algo>(a))) != 0) {
+        out->algo = static_cast<Algo>(a);
+        out->seconds = 0;
+        found = true;
+      }
+    }
+  }
+  out->proto = Proto::kSimple;
+  if (logIt) {
+    MIXCCL_INFO(log::kTune, "%s %llu x %s (%llu B) on %d ranks, %d host%s, %s: %s/%s (%.2f us) among %s",
+                collName(kind), static_cast<unsigned long long>(count), dataTypeName(dtype),
+                static_cast<unsigned long long>(bytes), facts_.nranks, facts_.nhosts, facts_.nhosts == 1 ? "" : "s",
+                facts_.shm ? "shm" : "net", algo::algoName(out->algo), protoName(out->proto), out->seconds * 1e6,
+                candidates.c_str());
+  }
+  return Result::kSuccess;
+}
+
+}  // namespace mixccl

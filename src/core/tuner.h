@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+#pragma once
+
+// The tuner: which algorithm (and protocol) a collective runs with.
+//
+// Every rank must choose the same schedule, so a choice is a pure function of facts all ranks of
+// a communicator agree on: the collective, count x datatype size, the number of ranks and hosts,
+// the kind of link between them (shared memory when every rank is on one host and publishes
+// shm, the network otherwise), the chunk size, and the NCCL_ALGO / NCCL_PROTO policy. Never the
+// ranks' device backends or whether a call is in place, which ranks may not share; so a mixed
+// host/device communicator runs, and reduces, exactly as an all-host one. A rank that was
+// started with a different policy gets a different algorithm; the algorithm travels in the
+// operation stamp (op_stamp.h), so that shows as a clear mismatch error, never as wrong data.
+//
+// The choice minimises algo::predictSeconds() (alpha-beta-gamma, algorithms/cost.h) over the
+// algorithms the collective has and the policy allows; docs/TUNING.md gives the constants and
+// where they were measured.
+//
+// Policy syntax (NCCL's, case-insensitive): a comma list of names ("Ring,Tree"), "^" in front
+// excludes the listed names instead, and "coll:list;coll:list" sets lists per collective
+// ("allreduce:tree,ring;allgather:^ring"); a list without "coll:" applies to the collectives no
+// entry names. Names: NCCL's Ring, Tree (AllReduce: double binary tree; rooted collectives:
+// binomial trees) and PAT (the logarithmic AllGather/ReduceScatter), NCCL's names for hardware
+// mixccl does not drive (CollnetDirect, CollnetChain, NVLS, NVLSTree: accepted, select nothing),
+// and mixccl's own (algoName(), '-' and '_' optional). Protocols: LL, LL128, Simple.
+//
+// Threading: parse once at communicator init; choose() is const and may run on any thread.
+
+#include <cstdint>
+#include <string>
+
+#include "algorithms/cost.h"
+#include "algorithms/schedule.h"
+#include "common/result.h"
+#include "common/types.h"
+
+namespace mixccl {
+
+enum class Proto : uint8_t { kSimple = 0, kLL = 1, kLL128 = 2 };
+const char* protoName(Proto p);
+
+// What the tuner knows about a communicator (all ranks compute the same values).
+struct TuneFacts {
+  int nranks = 1;
+  int nhosts = 1;
+  bool shm = true;  // every pair talks over shared memory
+  uint64_t chunkBytes = 512 * 1024;
+};
+
+// Alpha-beta-gamma constants of a link kind (docs/TUNING.md says where they come from).
+algo::LinkModel linkModel(const TuneFacts& facts);
+
+struct TuneChoice {
+  algo::Algo algo = algo::Algo::kRing;
+  Proto proto = Proto::kSimple;
+  double seconds = 0;  // the model's estimate
+};
+
+class Tuner {
+ public:
+  // Parses NCCL_ALGO / NCCL_PROTO values (empty: no restriction). kInvalidArgument with a message
+  // naming the valid choices on an unknown name, a malformed entry, or an entry that leaves the
+  // collective it names without an algorithm. A list without "coll:" that leaves some collective
+  // with nothing is accepted (NCCL does the same); that collective fails at the call.
+  Result configure(const std::string& algoPolicy, const std::string& protoPolicy, const TuneFacts& facts);
+
+  // The algorithm for one call. kInvalidUsage (naming the policy and the valid choices) when the
+  // policy leaves `kind` with no algorithm. Logs the decision and every candidate's predicted
+  // cost under NCCL_DEBUG_SUBSYS=TUNING.
+  Result choose(CollKind kind, uint64_t count, DataType dtype, TuneChoice* out) const;
+
+  const TuneFacts& facts() const { return facts_; }
+
+ private:
+  static constexpr int kKinds = static_cast<int>(CollKind::kRecv) + 1;
+  uint32_t allowed_[kKinds] = {};  // per collective, bit (1 << Algo) for each allowed algorithm
+  std::string algoPolicy_;
+  std::string protoPolicy_;
+  TuneFacts facts_;
+};
+
+}  // namespace mixccl

@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+// The tuner (src/core/tuner.h): NCCL_ALGO / NCCL_PROTO parsing with NCCL's syntax, clear errors
+// naming the valid choices, and choices that follow the cost model and nothing else.
+
+#include "src/core/tuner.h"
+
+#include <gtest/gtest.h>
+#include <nccl.h>
+
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "tests/support/env_guard.h"
+#include "tests/support/rank_threads.h"
+
+namespace mixccl {
+namespace {
+
+using algo::Algo;
+
+TuneFacts twoRanksShm() {
+  TuneFacts f;
+  f.nranks = 2;
+  return f;
+}
+
+Algo chosen(const Tuner& t, CollKind kind, uint64_t count, DataType dtype = DataType::kFloat32) {
+  TuneChoice c;
+  EXPECT_EQ(t.choose(kind, count, dtype, &c), Result::kSuccess) << lastError();
+  return c.algo;
+}
+
+bool contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
+
+TEST(Tuner, WithoutAPolicySmallAllReducesTakeTheLogarithmicFormAndLargeOnesTheRing) {
+  Tuner t;
+  ASSERT_EQ(t.configure("", "", twoRanksShm()), Result::kSuccess) << lastError();
+  EXPECT_EQ(chosen(t, CollKind::kAllReduce, 2), Algo::kRecursiveDoubling);
+  EXPECT_EQ(chosen(t, CollKind::kAllReduce, 64 << 20), Algo::kRing);
+  TuneFacts many = twoRanksShm();
+  many.nranks = 64;
+  ASSERT_EQ(t.configure("", "", many), Result::kSuccess) << lastError();
+  EXPECT_EQ(chosen(t, CollKind::kBroadcast, 2), Algo::kBinomialTree);
+  EXPECT_EQ(chosen(t, CollKind::kAllReduce, 2), Algo::kRecursiveDoubling);
+  EXPECT_EQ(chosen(t, CollKind::kAlltoAll, 2), Algo::kPairwise);
+  EXPECT_EQ(chosen(t, CollKind::kSend, 2), Algo::kDirect);
+}
+
+// Agreement rests on the choice being a function of the facts: the same facts and call give the
+// same choice, and the estimate is the candidate's predicted cost.
+TEST(Tuner, TheChoiceIsTheCheapestCandidateOfTheModel) {
+  Tuner t;
+  TuneFacts f = twoRanksShm();
+  f.nranks = 5;
+  ASSERT_EQ(t.configure("", "", f), Result::kSuccess);
+  for (uint64_t count : {1ull, 100ull, 10000ull, 1000000ull, 100000000ull}) {
+    TuneChoice c;
+    ASSERT_EQ(t.choose(CollKind::kAllReduce, count, DataType::kFloat32, &c), Result::kSuccess);
+    for (Algo a : {Algo::kRing, Algo::kRecursiveDoubling}) {
+      const double cost = algo::predictSeconds(a, CollKind::kAllReduce, 5, count * 4, f.chunkBytes, linkModel(f));
+      EXPECT_LE(c.seconds, cost) << count << " " << algo::algoName(a);
+    }
+    TuneChoice again;
+    ASSERT_EQ(t.choose(CollKind::kAllReduce, count, DataType::kFloat32, &again), Result::kSuccess);
+    EXPECT_EQ(again.algo, c.algo);
+  }
+}
+
+TEST(Tuner, NcclSyntaxListsExclusionsAndPerCollectiveEntries) {
+  Tuner t;
+  ASSERT_EQ(t.configure("Ring", "", twoRanksShm()), Result::kSuccess) << lastError();
+  EXPECT_EQ(chosen(t, CollKind::kAllReduce, 2), Algo::kRing);
+  EXPECT_EQ(chosen(t, CollKind::kBroadcast, 2), Algo::kRing);
+  // A list without "coll:" governs the collectives NCCL tunes, not the point-to-point patterns.
+  EXPECT_EQ(chosen(t, CollKind::kAlltoAll, 2), Algo::kPairwise);
+
+  ASSERT_EQ(t.configure("^ring", "", twoRanksShm()), Result::kSuccess) << lastError();
+  EXPECT_EQ(chosen(t, CollKind::kAllReduce, 64 << 20), Algo::kRecursiveDoubling);
+
+  ASSERT_EQ(t.configure("allreduce:Recursive_Doubling;broadcast:ring", "", twoRanksShm()), Result::kSuccess)
+      << lastError();
+  EXPECT_EQ(chosen(t, CollKind::kAllReduce, 64 << 20), Algo::kRecursiveDoubling);
+  EXPECT_EQ(chosen(t, CollKind::kBroadcast, 1), Algo::kRing);
+
+  // A global list beside per-collective entries: the entries win for their collective.
+  ASSERT_EQ(t.configure("ring;allreduce:recursive-doubling", "", twoRanksShm()), Result::kSuccess) << lastError();
+  EXPECT_EQ(chosen(t, CollKind::kAllReduce, 64 << 20), Algo::kRecursiveDoubling);
+  EXPECT_EQ(chosen(t, CollKind::kReduce, 1), Algo::kRing);
+
+  // NCCL's names for hardware mixccl does not drive are accepted and select nothing.
+  ASSERT_EQ(t.configure("NVLS,CollnetDirect,Ring", "", twoRanksShm()), Result::kSuccess) << lastError();
+  EXPECT_EQ(chosen(t, CollKind::kAllReduce, 2), Algo::kRing);
+
+  // Tree stands for the binomial tree of the rooted collectives.
+  TuneFacts many = twoRanksShm();
+  many.nranks = 16;
+  ASSERT_EQ(t.configure("broadcast:Tree", "", many), Result::kSuccess) << lastError();
+  EXPECT_EQ(chosen(t, CollKind::kBroadcast, 64 << 20), Algo::kBinomialTree);
+}
+
+TEST(Tuner, BadAlgorithmPoliciesAreRefusedNamingTheValidChoices) {
+  Tuner t;
+  EXPECT_EQ(t.configure("Rnig", "", twoRanksShm()), Result::kInvalidArgument);
+  EXPECT_TRUE(contains(lastError(), "unknown algorithm \"rnig\"")) << lastError();
+  EXPECT_TRUE(contains(lastError(), "Ring") && contains(lastError(), "Tree") && contains(lastError(), "PAT") &&
+              contains(lastError(), "recursive-doubling"))
+      << lastError();
+
+  EXPECT_EQ(t.configure("allredcue:ring", "", twoRanksShm()), Result::kInvalidArgument);
+  EXPECT_TRUE(contains(lastError(), "unknown collective \"allredcue\"")) << lastError();
+
+  EXPECT_EQ(t.configure("ring;tree", "", twoRanksShm()), Result::kInvalidArgument);
+  EXPECT_TRUE(contains(lastError(), "two lists")) << lastError();
+
+  EXPECT_EQ(t.configure("allreduce:", "", twoRanksShm()), Result::kInvalidArgument);
+  EXPECT_TRUE(contains(lastError(), "lists no name")) << lastError();
+
+  EXPECT_EQ(t.configure("allreduce:ring;allreduce:tree", "", twoRanksShm()), Result::kInvalidArgument);
+  EXPECT_TRUE(contains(lastError(), "twice")) << lastError();
+
+  // An entry that leaves the collective it names with nothing fails at once, naming what it has.
+  EXPECT_EQ(t.configure("allgather:binomial-tree", "", twoRanksShm()), Result::kInvalidArgument);
+  EXPECT_TRUE(contains(lastError(), "leaves AllGather with no algorithm") && contains(lastError(), "ring"))
+      << lastError();
+  EXPECT_EQ(
+      t.configure("allreduce:^ring,recursive-doubling,rabenseifner,one-shot,double-binary-tree", "", twoRanksShm()),
+      Result::kInvalidArgument);
+}
+
+// As in NCCL, a list for every collective that leaves one with nothing fails that collective's
+// calls, with the reason, and no other.
+TEST(Tuner, AGlobalListThatLeavesACollectiveEmptyFailsItsCalls) {
+  Tuner t;
+  ASSERT_EQ(t.configure("Tree", "", twoRanksShm()), Result::kSuccess) << lastError();
+  TuneChoice c;
+  EXPECT_EQ(t.choose(CollKind::kAllGather, 8, DataType::kFloat32, &c), Result::kInvalidUsage);
+  EXPECT_TRUE(contains(lastError(), "NCCL_ALGO=\"Tree\" leaves it with no algorithm") && contains(lastError(), "ring"))
+      << lastError();
+  EXPECT_EQ(chosen(t, CollKind::kBroadcast, 8), Algo::kBinomialTree);
+}
+
+TEST(Tuner, ProtocolPolicies) {
+  Tuner t;
+  EXPECT_EQ(t.configure("", "Simple", twoRanksShm()), Result::kSuccess) << lastError();
+  EXPECT_EQ(t.configure("", "^LL,LL128", twoRanksShm()), Result::kSuccess) << lastError();
+  EXPECT_EQ(t.configure("", "allreduce:simple;allgather:^ll", twoRanksShm()), Result::kSuccess) << lastError();
+  EXPECT_EQ(t.configure("", "LL", twoRanksShm()), Result::kInvalidArgument);
+  EXPECT_TRUE(contains(lastError(), "Simple")) << lastError();
+  EXPECT_EQ(t.configure("", "Fast", twoRanksShm()), Result::kInvalidArgument);
+  EXPECT_TRUE(contains(lastError(), "unknown protocol \"fast\"; valid: LL, LL128, Simple")) << lastError();
+}
+
+// Through the API: a bad NCCL_ALGO fails communicator creation with ncclInvalidArgument and the
+// reason in ncclGetLastError.
+TEST(Tuner, ABadPolicyFailsInitThroughTheApi) {
+  testing::EnvGuard algo("NCCL_ALGO", "allreduce:bogus");
+  ncclComm_t comm = nullptr;
+  int dev = 0;
+  EXPECT_EQ(ncclCommInitAll(&comm, 1, &dev), ncclInvalidArgument);
+  EXPECT_TRUE(contains(ncclGetLastError(nullptr), "unknown algorithm \"bogus\"")) << ncclGetLastError(nullptr);
+}
+
+// ncclGroupSimulateEnd reports the tuner's estimate (microseconds, as NCCL) without moving data.
+TEST(Tuner, GroupSimulateEndReturnsTheModelsEstimate) {
+  testing::runRanks(2, [](int rank, ncclComm_t comm) {
+    auto simulate = [&](size_t count) {
+      std::vector<float> buf(count, static_cast<float>(rank + 1));
+      ncclSimInfo_t info = NCCL_SIM_INFO_INITIALIZER;
+      EXPECT_EQ(ncclGroupStart(), ncclSuccess);
+      EXPECT_EQ(ncclAllReduce(buf.data(), buf.data(), count, ncclFloat32, ncclSum, comm, nullptr), ncclSuccess);
+      EXPECT_EQ(ncclGroupSimulateEnd(&info), ncclSuccess) << ncclGetLastError(comm);
+      EXPECT_EQ(buf[0], static_cast<float>(rank + 1)) << "a simulated group moved data";
+      return static_cast<double>(info.estimatedTime);
+    };
+    TuneFacts f;
+    f.nranks = 2;
+    const double small = simulate(2), large = simulate(1 << 22);
+    const double wantSmall =
+        algo::predictSeconds(Algo::kRecursiveDoubling, CollKind::kAllReduce, 2, 8, f.chunkBytes, linkModel(f)) * 1e6;
+    EXPECT_NEAR(small, wantSmall, wantSmall * 1e-3);
+    EXPECT_GT(large, 100 * small);
+  });
+}
+
+}  // namespace
+}  // namespace mixccl
