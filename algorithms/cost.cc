@@ -60,6 +60,22 @@ double ring(CollKind kind, double p, double n, double chunk, const LinkModel& m)
   }
 }
 
+// Binomial trees (binomial_*.cc): d = ceil(log2 p) children at the root, whose link is the
+// busiest.
+double binomial(CollKind kind, double p, double n, double chunk, const LinkModel& m) {
+  const double k = msgs(n, chunk), d = ceilLog2(static_cast<int>(p));
+  switch (kind) {
+    case CollKind::kBroadcast:
+      // The root sends every chunk to each of its d children: busy k*d message times.
+      return k * d * (m.alpha + (n / k) * m.beta);
+    case CollKind::kReduce:
+      // The mirror: the root receives k chunks from each of its d children and combines them.
+      return k * d * (m.alpha + (n / k) * m.beta) + d * n * m.gamma;
+    default:
+      return -1;
+  }
+}
+
 }  // namespace
 
 double predictSeconds(Algo algo, CollKind kind, int p, uint64_t nBytes, uint64_t chunkBytes, const LinkModel& m) {
@@ -77,12 +93,8 @@ double predictSeconds(Algo algo, CollKind kind, int p, uint64_t nBytes, uint64_t
       const double rounds = floorLog2(p) + ((p & (p - 1)) != 0 ? 2 : 0);
       return rounds * (msgs(n, chunk) * m.alpha + n * m.beta) + floorLog2(p) * n * m.gamma;
     }
-    case Algo::kBinomialTree: {
-      // ceil(log2 p) levels; the root sends every chunk to each of its ceil(log2 p) children.
-      // The root sends k chunks to each of them, so it is busy k*d message times.
-      const double k = msgs(n, chunk), d = ceilLog2(p);
-      return k * d * (m.alpha + (n / k) * m.beta);
-    }
+    case Algo::kBinomialTree:
+      return binomial(kind, P, n, chunk, m);
     default:  // algorithms whose builders have not landed yet
       break;
   }

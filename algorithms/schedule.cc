@@ -90,7 +90,7 @@ bool algoSupports(Algo algo, CollKind kind) {
     case Algo::kRecursiveDoubling:
       return kind == CollKind::kAllReduce;
     case Algo::kBinomialTree:
-      return kind == CollKind::kBroadcast;
+      return kind == CollKind::kBroadcast || kind == CollKind::kReduce;
     default:
       return false;
   }
@@ -147,7 +147,11 @@ Result buildSchedule(const CollArgs& a, Schedule* out) {
       }
       break;
     case CollKind::kReduce:
-      buildRingReduce(a, out);
+      if (algo == Algo::kBinomialTree) {
+        buildBinomialReduce(a, out);
+      } else {
+        buildRingReduce(a, out);
+      }
       break;
     case CollKind::kAllGather:
       buildRingAllGather(a, out);

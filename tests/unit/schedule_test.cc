@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "algorithms/sim.h"
@@ -171,7 +172,14 @@ uint64_t expectedSent(const Case& c, int rank) {
     const int v = (rank - c.root + c.nranks) % c.nranks;
     uint64_t children = 0;
     for (int bit = 1; bit < c.nranks && (v == 0 || (v & bit) == 0); bit <<= 1) children += v + bit < c.nranks ? 1 : 0;
-    return children * cnt;
+    switch (c.kind) {
+      case CollKind::kBroadcast:  // every chunk to every child
+        return children * cnt;
+      case CollKind::kReduce:  // one partial result of count elements to the parent
+        return root ? 0 : cnt;
+      default:
+        return ~0ull;
+    }
   }
   switch (c.kind) {
     case CollKind::kReduceScatter:
@@ -319,6 +327,7 @@ TEST(ScheduleMatrix, Gather) { runMatrix(CollKind::kGather); }
 TEST(ScheduleMatrix, Scatter) { runMatrix(CollKind::kScatter); }
 TEST(ScheduleMatrix, AllReduceRecursiveDoubling) { runMatrix(CollKind::kAllReduce, Algo::kRecursiveDoubling); }
 TEST(ScheduleMatrix, BroadcastBinomialTree) { runMatrix(CollKind::kBroadcast, Algo::kBinomialTree); }
+TEST(ScheduleMatrix, ReduceBinomialTree) { runMatrix(CollKind::kReduce, Algo::kBinomialTree); }
 
 // Every rank count from 1 to 33 (powers of two, one above and one below them), both new
 // algorithms, a few counts and chunkings, FIFO depth 1.
@@ -332,6 +341,40 @@ TEST(ScheduleMatrix, LogarithmicAlgorithmsAtEveryRankCount) {
           for (int root : {0, n / 2, n - 1}) {
             Case bt{CollKind::kBroadcast, n, count, chunk, root, inPlace, 1, SimOp::kSum, Algo::kBinomialTree};
             ASSERT_EQ(runCase(bt), "") << bt.str();
+          }
+        }
+      }
+    }
+  }
+}
+
+// The tree algorithms of issue 10 at every rank count from 1 to 33, every root up to 9 ranks
+// (then five of them), a few counts (below, at and above the rank count) and chunkings, in and
+// out of place, FIFO depth 1, sum and max for the reductions.
+TEST(ScheduleMatrix, TreeAlgorithmsAtEveryRankCount) {
+  const std::pair<CollKind, Algo> kAlgos[] = {
+      {CollKind::kReduce, Algo::kBinomialTree},
+  };
+  for (const auto& [kind, algo] : kAlgos) {
+    for (int n = 1; n <= 33; ++n) {
+      std::vector<int> roots{0};
+      if (isRootedKind(kind) && n <= 9) {
+        roots.clear();
+        for (int r = 0; r < n; ++r) roots.push_back(r);
+      } else if (isRootedKind(kind)) {
+        roots = {0, 1, n / 2, n - 2, n - 1};
+      }
+      for (uint64_t count : std::vector<uint64_t>{1, 3, static_cast<uint64_t>(n), 37}) {
+        for (uint64_t chunk : {1ull, 4ull, 64ull}) {
+          for (int root : roots) {
+            for (bool inPlace : {false, true}) {
+              if (inPlace && !supportsInPlace(kind)) continue;
+              for (SimOp op : {SimOp::kSum, SimOp::kMax}) {
+                if (op == SimOp::kMax && !isReductionKind(kind)) continue;
+                Case c{kind, n, count, chunk, root, inPlace, 1, op, algo};
+                ASSERT_EQ(runCase(c), "") << c.str();
+              }
+            }
           }
         }
       }
@@ -359,6 +402,22 @@ TEST(ScheduleMatrix, LogarithmicAlgorithmsTakeLogarithmicHops) {
     EXPECT_LE(tree.criticalHops, clg + 1) << "binomial tree, " << n << " ranks";
     EXPECT_EQ(ring.criticalHops, 2 * (p - 1)) << "ring all-reduce, " << n << " ranks";
     EXPECT_EQ(chain.criticalHops, p) << "ring broadcast, " << n << " ranks";
+  }
+}
+
+// Exact critical paths (SimStats::criticalHops) of the tree algorithms of issue 10, n = 2..64,
+// with one chunk per message. The simulator lets a rank's receives from different peers overlap
+// and charges one hop per send, so a tree that gathers towards the root takes its depth,
+// max{popcount(v) : v < n} = floor(log2 n) hops.
+TEST(ScheduleMatrix, TreeAlgorithmsTakeLogarithmicHops) {
+  for (int n = 2; n <= 64; ++n) {
+    const uint64_t lg = floorLog2(n);
+    for (int root : {0, n / 2, n - 1}) {
+      SimStats st;
+      Case reduce{CollKind::kReduce, n, 1, 64, root, false, 1, SimOp::kSum, Algo::kBinomialTree};
+      ASSERT_EQ(runCase(reduce, &st), "") << reduce.str();
+      EXPECT_EQ(st.criticalHops, lg) << reduce.str();
+    }
   }
 }
 
