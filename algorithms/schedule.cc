@@ -90,7 +90,7 @@ bool algoSupports(Algo algo, CollKind kind) {
     case Algo::kRecursiveDoubling:
       return kind == CollKind::kAllReduce;
     case Algo::kBinomialTree:
-      return kind == CollKind::kBroadcast || kind == CollKind::kReduce;
+      return kind == CollKind::kBroadcast || kind == CollKind::kReduce || kind == CollKind::kGather;
     default:
       return false;
   }
@@ -163,7 +163,11 @@ Result buildSchedule(const CollArgs& a, Schedule* out) {
       buildPairwiseAlltoAll(a, out);
       break;
     case CollKind::kGather:
-      buildDirectGather(a, out);
+      if (algo == Algo::kBinomialTree) {
+        buildBinomialGather(a, out);
+      } else {
+        buildDirectGather(a, out);
+      }
       break;
     case CollKind::kScatter:
       buildDirectScatter(a, out);

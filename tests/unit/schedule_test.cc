@@ -177,6 +177,8 @@ uint64_t expectedSent(const Case& c, int rank) {
         return children * cnt;
       case CollKind::kReduce:  // one partial result of count elements to the parent
         return root ? 0 : cnt;
+      case CollKind::kGather:  // its subtree's blocks: min(lowest set bit of v, n - v) of them
+        return root ? 0 : std::min<uint64_t>(v & -v, c.nranks - v) * cnt;
       default:
         return ~0ull;
     }
@@ -328,6 +330,7 @@ TEST(ScheduleMatrix, Scatter) { runMatrix(CollKind::kScatter); }
 TEST(ScheduleMatrix, AllReduceRecursiveDoubling) { runMatrix(CollKind::kAllReduce, Algo::kRecursiveDoubling); }
 TEST(ScheduleMatrix, BroadcastBinomialTree) { runMatrix(CollKind::kBroadcast, Algo::kBinomialTree); }
 TEST(ScheduleMatrix, ReduceBinomialTree) { runMatrix(CollKind::kReduce, Algo::kBinomialTree); }
+TEST(ScheduleMatrix, GatherBinomialTree) { runMatrix(CollKind::kGather, Algo::kBinomialTree); }
 
 // Every rank count from 1 to 33 (powers of two, one above and one below them), both new
 // algorithms, a few counts and chunkings, FIFO depth 1.
@@ -354,6 +357,7 @@ TEST(ScheduleMatrix, LogarithmicAlgorithmsAtEveryRankCount) {
 TEST(ScheduleMatrix, TreeAlgorithmsAtEveryRankCount) {
   const std::pair<CollKind, Algo> kAlgos[] = {
       {CollKind::kReduce, Algo::kBinomialTree},
+      {CollKind::kGather, Algo::kBinomialTree},
   };
   for (const auto& [kind, algo] : kAlgos) {
     for (int n = 1; n <= 33; ++n) {
@@ -417,6 +421,11 @@ TEST(ScheduleMatrix, TreeAlgorithmsTakeLogarithmicHops) {
       Case reduce{CollKind::kReduce, n, 1, 64, root, false, 1, SimOp::kSum, Algo::kBinomialTree};
       ASSERT_EQ(runCase(reduce, &st), "") << reduce.str();
       EXPECT_EQ(st.criticalHops, lg) << reduce.str();
+      // Gather: every subtree (at most n/2 blocks) fits one message, so again the depth; the
+      // message that straddles the root's wrap is split by the root, not on the wire.
+      Case gather{CollKind::kGather, n, 1, 64, root, false, 1, SimOp::kSum, Algo::kBinomialTree};
+      ASSERT_EQ(runCase(gather, &st), "") << gather.str();
+      EXPECT_EQ(st.criticalHops, lg) << gather.str();
     }
   }
 }
