@@ -71,9 +71,10 @@ double binomial(CollKind kind, double p, double n, double chunk, const LinkModel
     case CollKind::kReduce:
       // The mirror: the root receives k chunks from each of its d children and combines them.
       return k * d * (m.alpha + (n / k) * m.beta) + d * n * m.gamma;
-    case CollKind::kGather: {
-      // The root receives the stream of each child c (min(c, p - c) blocks) in chunk-sized
-      // messages: (p-1)*n bytes in about d + (p-1)*n/chunk messages.
+    case CollKind::kGather:
+    case CollKind::kScatter: {
+      // The root receives (gather) or sends (scatter) the stream of each child c (min(c, p - c)
+      // blocks) in chunk-sized messages: (p-1)*n bytes in about d + (p-1)*n/chunk messages.
       double rootMsgs = 0;
       for (double c = 1; c < p; c *= 2) rootMsgs += msgs(std::min(c, p - c) * n, chunk);
       return rootMsgs * m.alpha + (p - 1) * n * m.beta;

@@ -90,7 +90,8 @@ bool algoSupports(Algo algo, CollKind kind) {
     case Algo::kRecursiveDoubling:
       return kind == CollKind::kAllReduce;
     case Algo::kBinomialTree:
-      return kind == CollKind::kBroadcast || kind == CollKind::kReduce || kind == CollKind::kGather;
+      return kind == CollKind::kBroadcast || kind == CollKind::kReduce || kind == CollKind::kGather ||
+             kind == CollKind::kScatter;
     default:
       return false;
   }
@@ -170,7 +171,11 @@ Result buildSchedule(const CollArgs& a, Schedule* out) {
       }
       break;
     case CollKind::kScatter:
-      buildDirectScatter(a, out);
+      if (algo == Algo::kBinomialTree) {
+        buildBinomialScatter(a, out);
+      } else {
+        buildDirectScatter(a, out);
+      }
       break;
     case CollKind::kSend:
       buildSend(a, out);

@@ -179,6 +179,8 @@ uint64_t expectedSent(const Case& c, int rank) {
         return root ? 0 : cnt;
       case CollKind::kGather:  // its subtree's blocks: min(lowest set bit of v, n - v) of them
         return root ? 0 : std::min<uint64_t>(v & -v, c.nranks - v) * cnt;
+      case CollKind::kScatter:  // its subtree's blocks but its own
+        return root ? (n - 1) * cnt : (std::min<uint64_t>(v & -v, c.nranks - v) - 1) * cnt;
       default:
         return ~0ull;
     }
@@ -331,6 +333,7 @@ TEST(ScheduleMatrix, AllReduceRecursiveDoubling) { runMatrix(CollKind::kAllReduc
 TEST(ScheduleMatrix, BroadcastBinomialTree) { runMatrix(CollKind::kBroadcast, Algo::kBinomialTree); }
 TEST(ScheduleMatrix, ReduceBinomialTree) { runMatrix(CollKind::kReduce, Algo::kBinomialTree); }
 TEST(ScheduleMatrix, GatherBinomialTree) { runMatrix(CollKind::kGather, Algo::kBinomialTree); }
+TEST(ScheduleMatrix, ScatterBinomialTree) { runMatrix(CollKind::kScatter, Algo::kBinomialTree); }
 
 // Every rank count from 1 to 33 (powers of two, one above and one below them), both new
 // algorithms, a few counts and chunkings, FIFO depth 1.
@@ -358,6 +361,7 @@ TEST(ScheduleMatrix, TreeAlgorithmsAtEveryRankCount) {
   const std::pair<CollKind, Algo> kAlgos[] = {
       {CollKind::kReduce, Algo::kBinomialTree},
       {CollKind::kGather, Algo::kBinomialTree},
+      {CollKind::kScatter, Algo::kBinomialTree},
   };
   for (const auto& [kind, algo] : kAlgos) {
     for (int n = 1; n <= 33; ++n) {
@@ -415,7 +419,7 @@ TEST(ScheduleMatrix, LogarithmicAlgorithmsTakeLogarithmicHops) {
 // max{popcount(v) : v < n} = floor(log2 n) hops.
 TEST(ScheduleMatrix, TreeAlgorithmsTakeLogarithmicHops) {
   for (int n = 2; n <= 64; ++n) {
-    const uint64_t lg = floorLog2(n);
+    const uint64_t lg = floorLog2(n), clg = lg + ((1 << lg) < n ? 1 : 0);
     for (int root : {0, n / 2, n - 1}) {
       SimStats st;
       Case reduce{CollKind::kReduce, n, 1, 64, root, false, 1, SimOp::kSum, Algo::kBinomialTree};
@@ -426,6 +430,11 @@ TEST(ScheduleMatrix, TreeAlgorithmsTakeLogarithmicHops) {
       Case gather{CollKind::kGather, n, 1, 64, root, false, 1, SimOp::kSum, Algo::kBinomialTree};
       ASSERT_EQ(runCase(gather, &st), "") << gather.str();
       EXPECT_EQ(st.criticalHops, lg) << gather.str();
+      // Scatter: the root's ceil(log2 n) sends in a row, or the closing token behind rank n-1's
+      // block, which takes popcount(n-1) hops (always its parent's first send), whichever is later.
+      Case scatter{CollKind::kScatter, n, 1, 64, root, false, 1, SimOp::kSum, Algo::kBinomialTree};
+      ASSERT_EQ(runCase(scatter, &st), "") << scatter.str();
+      EXPECT_EQ(st.criticalHops, std::max<uint64_t>(clg, __builtin_popcount(n - 1) + 1)) << scatter.str();
     }
   }
 }
