@@ -103,6 +103,17 @@ double predictSeconds(Algo algo, CollKind kind, int p, uint64_t nBytes, uint64_t
     }
     case Algo::kBinomialTree:
       return binomial(kind, P, n, chunk, m);
+    case Algo::kBruck: {
+      // Round k sends the n_k blocks whose index has bit k set (n_k <= p/2), in chunk-sized
+      // messages; ceil(log2 p) rounds one after the other.
+      double t = 0;
+      for (int bit = 1; bit < p; bit <<= 1) {
+        double nk = 0;
+        for (int i = 1; i < p; ++i) nk += (i & bit) != 0 ? 1 : 0;
+        t += msgs(nk * n, chunk) * m.alpha + nk * n * m.beta;
+      }
+      return t;
+    }
     default:  // algorithms whose builders have not landed yet
       break;
   }

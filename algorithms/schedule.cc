@@ -92,6 +92,8 @@ bool algoSupports(Algo algo, CollKind kind) {
     case Algo::kBinomialTree:
       return kind == CollKind::kBroadcast || kind == CollKind::kReduce || kind == CollKind::kGather ||
              kind == CollKind::kScatter;
+    case Algo::kBruck:
+      return kind == CollKind::kAlltoAll;
     default:
       return false;
   }
@@ -161,7 +163,11 @@ Result buildSchedule(const CollArgs& a, Schedule* out) {
       buildRingReduceScatter(a, out);
       break;
     case CollKind::kAlltoAll:
-      buildPairwiseAlltoAll(a, out);
+      if (algo == Algo::kBruck) {
+        buildBruckAlltoAll(a, out);
+      } else {
+        buildPairwiseAlltoAll(a, out);
+      }
       break;
     case CollKind::kGather:
       if (algo == Algo::kBinomialTree) {

@@ -185,6 +185,14 @@ uint64_t expectedSent(const Case& c, int rank) {
         return ~0ull;
     }
   }
+  if (c.algo == Algo::kBruck) {
+    // Round k (2^k < n) sends the blocks at every index 1 <= i < n with bit k set.
+    uint64_t blocks = 0;
+    for (int bit = 1; bit < c.nranks; bit <<= 1) {
+      for (int i = 1; i < c.nranks; ++i) blocks += (i & bit) != 0 ? 1 : 0;
+    }
+    return blocks * cnt;
+  }
   switch (c.kind) {
     case CollKind::kReduceScatter:
     case CollKind::kAllGather:
@@ -334,6 +342,7 @@ TEST(ScheduleMatrix, BroadcastBinomialTree) { runMatrix(CollKind::kBroadcast, Al
 TEST(ScheduleMatrix, ReduceBinomialTree) { runMatrix(CollKind::kReduce, Algo::kBinomialTree); }
 TEST(ScheduleMatrix, GatherBinomialTree) { runMatrix(CollKind::kGather, Algo::kBinomialTree); }
 TEST(ScheduleMatrix, ScatterBinomialTree) { runMatrix(CollKind::kScatter, Algo::kBinomialTree); }
+TEST(ScheduleMatrix, AlltoAllBruck) { runMatrix(CollKind::kAlltoAll, Algo::kBruck); }
 
 // Every rank count from 1 to 33 (powers of two, one above and one below them), both new
 // algorithms, a few counts and chunkings, FIFO depth 1.
@@ -362,6 +371,7 @@ TEST(ScheduleMatrix, TreeAlgorithmsAtEveryRankCount) {
       {CollKind::kReduce, Algo::kBinomialTree},
       {CollKind::kGather, Algo::kBinomialTree},
       {CollKind::kScatter, Algo::kBinomialTree},
+      {CollKind::kAlltoAll, Algo::kBruck},
   };
   for (const auto& [kind, algo] : kAlgos) {
     for (int n = 1; n <= 33; ++n) {
@@ -436,6 +446,12 @@ TEST(ScheduleMatrix, TreeAlgorithmsTakeLogarithmicHops) {
       ASSERT_EQ(runCase(scatter, &st), "") << scatter.str();
       EXPECT_EQ(st.criticalHops, std::max<uint64_t>(clg, __builtin_popcount(n - 1) + 1)) << scatter.str();
     }
+    // Bruck all-to-all: one message per round (at most n/2 blocks of one element), ceil(log2 n)
+    // rounds.
+    SimStats st;
+    Case bruck{CollKind::kAlltoAll, n, 1, 64, 0, false, 1, SimOp::kSum, Algo::kBruck};
+    ASSERT_EQ(runCase(bruck, &st), "") << bruck.str();
+    EXPECT_EQ(st.criticalHops, clg) << bruck.str();
   }
 }
 
