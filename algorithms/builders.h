@@ -27,6 +27,10 @@ void buildSend(const CollArgs& a, Schedule* s);
 void buildRecv(const CollArgs& a, Schedule* s);
 void buildRecursiveDoublingAllReduce(const CollArgs& a, Schedule* s);
 void buildBinomialBroadcast(const CollArgs& a, Schedule* s);
+void buildBinomialReduce(const CollArgs& a, Schedule* s);
+void buildBinomialGather(const CollArgs& a, Schedule* s);
+void buildBinomialScatter(const CollArgs& a, Schedule* s);
+void buildBruckAlltoAll(const CollArgs& a, Schedule* s);
 
 // Calls f(offset, len) for consecutive pieces of [0, count), each at most `chunk` long.
 template <class F>

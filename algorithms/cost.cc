@@ -60,6 +60,30 @@ double ring(CollKind kind, double p, double n, double chunk, const LinkModel& m)
   }
 }
 
+// Binomial trees (binomial_*.cc): d = ceil(log2 p) children at the root, whose link is the
+// busiest.
+double binomial(CollKind kind, double p, double n, double chunk, const LinkModel& m) {
+  const double k = msgs(n, chunk), d = ceilLog2(static_cast<int>(p));
+  switch (kind) {
+    case CollKind::kBroadcast:
+      // The root sends every chunk to each of its d children: busy k*d message times.
+      return k * d * (m.alpha + (n / k) * m.beta);
+    case CollKind::kReduce:
+      // The mirror: the root receives k chunks from each of its d children and combines them.
+      return k * d * (m.alpha + (n / k) * m.beta) + d * n * m.gamma;
+    case CollKind::kGather:
+    case CollKind::kScatter: {
+      // The root receives (gather) or sends (scatter) the stream of each child c (min(c, p - c)
+      // blocks) in chunk-sized messages: (p-1)*n bytes in about d + (p-1)*n/chunk messages.
+      double rootMsgs = 0;
+      for (double c = 1; c < p; c *= 2) rootMsgs += msgs(std::min(c, p - c) * n, chunk);
+      return rootMsgs * m.alpha + (p - 1) * n * m.beta;
+    }
+    default:
+      return -1;
+  }
+}
+
 }  // namespace
 
 double predictSeconds(Algo algo, CollKind kind, int p, uint64_t nBytes, uint64_t chunkBytes, const LinkModel& m) {
@@ -77,11 +101,18 @@ double predictSeconds(Algo algo, CollKind kind, int p, uint64_t nBytes, uint64_t
       const double rounds = floorLog2(p) + ((p & (p - 1)) != 0 ? 2 : 0);
       return rounds * (msgs(n, chunk) * m.alpha + n * m.beta) + floorLog2(p) * n * m.gamma;
     }
-    case Algo::kBinomialTree: {
-      // ceil(log2 p) levels; the root sends every chunk to each of its ceil(log2 p) children.
-      // The root sends k chunks to each of them, so it is busy k*d message times.
-      const double k = msgs(n, chunk), d = ceilLog2(p);
-      return k * d * (m.alpha + (n / k) * m.beta);
+    case Algo::kBinomialTree:
+      return binomial(kind, P, n, chunk, m);
+    case Algo::kBruck: {
+      // Round k sends the n_k blocks whose index has bit k set (n_k <= p/2), in chunk-sized
+      // messages; ceil(log2 p) rounds one after the other.
+      double t = 0;
+      for (int bit = 1; bit < p; bit <<= 1) {
+        double nk = 0;
+        for (int i = 1; i < p; ++i) nk += (i & bit) != 0 ? 1 : 0;
+        t += msgs(nk * n, chunk) * m.alpha + nk * n * m.beta;
+      }
+      return t;
     }
     default:  // algorithms whose builders have not landed yet
       break;

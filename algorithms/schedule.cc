@@ -90,7 +90,10 @@ bool algoSupports(Algo algo, CollKind kind) {
     case Algo::kRecursiveDoubling:
       return kind == CollKind::kAllReduce;
     case Algo::kBinomialTree:
-      return kind == CollKind::kBroadcast;
+      return kind == CollKind::kBroadcast || kind == CollKind::kReduce || kind == CollKind::kGather ||
+             kind == CollKind::kScatter;
+    case Algo::kBruck:
+      return kind == CollKind::kAlltoAll;
     default:
       return false;
   }
@@ -147,7 +150,11 @@ Result buildSchedule(const CollArgs& a, Schedule* out) {
       }
       break;
     case CollKind::kReduce:
-      buildRingReduce(a, out);
+      if (algo == Algo::kBinomialTree) {
+        buildBinomialReduce(a, out);
+      } else {
+        buildRingReduce(a, out);
+      }
       break;
     case CollKind::kAllGather:
       buildRingAllGather(a, out);
@@ -156,13 +163,25 @@ Result buildSchedule(const CollArgs& a, Schedule* out) {
       buildRingReduceScatter(a, out);
       break;
     case CollKind::kAlltoAll:
-      buildPairwiseAlltoAll(a, out);
+      if (algo == Algo::kBruck) {
+        buildBruckAlltoAll(a, out);
+      } else {
+        buildPairwiseAlltoAll(a, out);
+      }
       break;
     case CollKind::kGather:
-      buildDirectGather(a, out);
+      if (algo == Algo::kBinomialTree) {
+        buildBinomialGather(a, out);
+      } else {
+        buildDirectGather(a, out);
+      }
       break;
     case CollKind::kScatter:
-      buildDirectScatter(a, out);
+      if (algo == Algo::kBinomialTree) {
+        buildBinomialScatter(a, out);
+      } else {
+        buildDirectScatter(a, out);
+      }
       break;
     case CollKind::kSend:
       buildSend(a, out);

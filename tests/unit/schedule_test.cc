@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "algorithms/sim.h"
@@ -171,7 +172,26 @@ uint64_t expectedSent(const Case& c, int rank) {
     const int v = (rank - c.root + c.nranks) % c.nranks;
     uint64_t children = 0;
     for (int bit = 1; bit < c.nranks && (v == 0 || (v & bit) == 0); bit <<= 1) children += v + bit < c.nranks ? 1 : 0;
-    return children * cnt;
+    switch (c.kind) {
+      case CollKind::kBroadcast:  // every chunk to every child
+        return children * cnt;
+      case CollKind::kReduce:  // one partial result of count elements to the parent
+        return root ? 0 : cnt;
+      case CollKind::kGather:  // its subtree's blocks: min(lowest set bit of v, n - v) of them
+        return root ? 0 : std::min<uint64_t>(v & -v, c.nranks - v) * cnt;
+      case CollKind::kScatter:  // its subtree's blocks but its own
+        return root ? (n - 1) * cnt : (std::min<uint64_t>(v & -v, c.nranks - v) - 1) * cnt;
+      default:
+        return ~0ull;
+    }
+  }
+  if (c.algo == Algo::kBruck) {
+    // Round k (2^k < n) sends the blocks at every index 1 <= i < n with bit k set.
+    uint64_t blocks = 0;
+    for (int bit = 1; bit < c.nranks; bit <<= 1) {
+      for (int i = 1; i < c.nranks; ++i) blocks += (i & bit) != 0 ? 1 : 0;
+    }
+    return blocks * cnt;
   }
   switch (c.kind) {
     case CollKind::kReduceScatter:
@@ -319,6 +339,10 @@ TEST(ScheduleMatrix, Gather) { runMatrix(CollKind::kGather); }
 TEST(ScheduleMatrix, Scatter) { runMatrix(CollKind::kScatter); }
 TEST(ScheduleMatrix, AllReduceRecursiveDoubling) { runMatrix(CollKind::kAllReduce, Algo::kRecursiveDoubling); }
 TEST(ScheduleMatrix, BroadcastBinomialTree) { runMatrix(CollKind::kBroadcast, Algo::kBinomialTree); }
+TEST(ScheduleMatrix, ReduceBinomialTree) { runMatrix(CollKind::kReduce, Algo::kBinomialTree); }
+TEST(ScheduleMatrix, GatherBinomialTree) { runMatrix(CollKind::kGather, Algo::kBinomialTree); }
+TEST(ScheduleMatrix, ScatterBinomialTree) { runMatrix(CollKind::kScatter, Algo::kBinomialTree); }
+TEST(ScheduleMatrix, AlltoAllBruck) { runMatrix(CollKind::kAlltoAll, Algo::kBruck); }
 
 // Every rank count from 1 to 33 (powers of two, one above and one below them), both new
 // algorithms, a few counts and chunkings, FIFO depth 1.
@@ -332,6 +356,43 @@ TEST(ScheduleMatrix, LogarithmicAlgorithmsAtEveryRankCount) {
           for (int root : {0, n / 2, n - 1}) {
             Case bt{CollKind::kBroadcast, n, count, chunk, root, inPlace, 1, SimOp::kSum, Algo::kBinomialTree};
             ASSERT_EQ(runCase(bt), "") << bt.str();
+          }
+        }
+      }
+    }
+  }
+}
+
+// The tree algorithms of issue 10 at every rank count from 1 to 33, every root up to 9 ranks
+// (then five of them), a few counts (below, at and above the rank count) and chunkings, in and
+// out of place, FIFO depth 1, sum and max for the reductions.
+TEST(ScheduleMatrix, TreeAlgorithmsAtEveryRankCount) {
+  const std::pair<CollKind, Algo> kAlgos[] = {
+      {CollKind::kReduce, Algo::kBinomialTree},
+      {CollKind::kGather, Algo::kBinomialTree},
+      {CollKind::kScatter, Algo::kBinomialTree},
+      {CollKind::kAlltoAll, Algo::kBruck},
+  };
+  for (const auto& [kind, algo] : kAlgos) {
+    for (int n = 1; n <= 33; ++n) {
+      std::vector<int> roots{0};
+      if (isRootedKind(kind) && n <= 9) {
+        roots.clear();
+        for (int r = 0; r < n; ++r) roots.push_back(r);
+      } else if (isRootedKind(kind)) {
+        roots = {0, 1, n / 2, n - 2, n - 1};
+      }
+      for (uint64_t count : std::vector<uint64_t>{1, 3, static_cast<uint64_t>(n), 37}) {
+        for (uint64_t chunk : {1ull, 4ull, 64ull}) {
+          for (int root : roots) {
+            for (bool inPlace : {false, true}) {
+              if (inPlace && !supportsInPlace(kind)) continue;
+              for (SimOp op : {SimOp::kSum, SimOp::kMax}) {
+                if (op == SimOp::kMax && !isReductionKind(kind)) continue;
+                Case c{kind, n, count, chunk, root, inPlace, 1, op, algo};
+                ASSERT_EQ(runCase(c), "") << c.str();
+              }
+            }
           }
         }
       }
@@ -359,6 +420,38 @@ TEST(ScheduleMatrix, LogarithmicAlgorithmsTakeLogarithmicHops) {
     EXPECT_LE(tree.criticalHops, clg + 1) << "binomial tree, " << n << " ranks";
     EXPECT_EQ(ring.criticalHops, 2 * (p - 1)) << "ring all-reduce, " << n << " ranks";
     EXPECT_EQ(chain.criticalHops, p) << "ring broadcast, " << n << " ranks";
+  }
+}
+
+// Exact critical paths (SimStats::criticalHops) of the tree algorithms of issue 10, n = 2..64,
+// with one chunk per message. The simulator lets a rank's receives from different peers overlap
+// and charges one hop per send, so a tree that gathers towards the root takes its depth,
+// max{popcount(v) : v < n} = floor(log2 n) hops.
+TEST(ScheduleMatrix, TreeAlgorithmsTakeLogarithmicHops) {
+  for (int n = 2; n <= 64; ++n) {
+    const uint64_t lg = floorLog2(n), clg = lg + ((1 << lg) < n ? 1 : 0);
+    for (int root : {0, n / 2, n - 1}) {
+      SimStats st;
+      Case reduce{CollKind::kReduce, n, 1, 64, root, false, 1, SimOp::kSum, Algo::kBinomialTree};
+      ASSERT_EQ(runCase(reduce, &st), "") << reduce.str();
+      EXPECT_EQ(st.criticalHops, lg) << reduce.str();
+      // Gather: every subtree (at most n/2 blocks) fits one message, so again the depth; the
+      // message that straddles the root's wrap is split by the root, not on the wire.
+      Case gather{CollKind::kGather, n, 1, 64, root, false, 1, SimOp::kSum, Algo::kBinomialTree};
+      ASSERT_EQ(runCase(gather, &st), "") << gather.str();
+      EXPECT_EQ(st.criticalHops, lg) << gather.str();
+      // Scatter: the root's ceil(log2 n) sends in a row, or the closing token behind rank n-1's
+      // block, which takes popcount(n-1) hops (always its parent's first send), whichever is later.
+      Case scatter{CollKind::kScatter, n, 1, 64, root, false, 1, SimOp::kSum, Algo::kBinomialTree};
+      ASSERT_EQ(runCase(scatter, &st), "") << scatter.str();
+      EXPECT_EQ(st.criticalHops, std::max<uint64_t>(clg, __builtin_popcount(n - 1) + 1)) << scatter.str();
+    }
+    // Bruck all-to-all: one message per round (at most n/2 blocks of one element), ceil(log2 n)
+    // rounds.
+    SimStats st;
+    Case bruck{CollKind::kAlltoAll, n, 1, 64, 0, false, 1, SimOp::kSum, Algo::kBruck};
+    ASSERT_EQ(runCase(bruck, &st), "") << bruck.str();
+    EXPECT_EQ(st.criticalHops, clg) << bruck.str();
   }
 }
 
