@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/schedule.h"
 #include "common/config.h"
+#include "tests/support/algo_policy.h"
 #include "tests/support/rank_threads.h"
 #include "tests/support/values.h"
 
@@ -28,24 +28,6 @@ struct Param {
   int nranks;
   int alternative = 0;  // 0: the tuner chooses; k: NCCL_ALGO forces algorithmPolicy(k)
 };
-
-// NCCL_ALGO naming, for each collective that has one, its k-th algorithm (k >= 1) besides the
-// standing ring / pairwise / direct one; "" when no collective has a k-th.
-std::string algorithmPolicy(int k) {
-  const char* names[] = {"allreduce",     "broadcast", "reduce", "allgather",
-                         "reducescatter", "alltoall",  "gather", "scatter"};
-  std::string policy;
-  for (int kind = 0; kind < 8; ++kind) {
-    int seen = 0;
-    for (int a = 1; a < algo::kNumAlgos; ++a) {
-      const auto al = static_cast<algo::Algo>(a);
-      if (al == algo::Algo::kRing || al == algo::Algo::kPairwise || al == algo::Algo::kDirect) continue;
-      if (!algo::algoSupports(al, static_cast<CollKind>(kind)) || ++seen != k) continue;
-      policy += std::string(policy.empty() ? "" : ";") + names[kind] + ":" + algo::algoName(al);
-    }
-  }
-  return policy;
-}
 
 // Readable parameter in test logs (instead of gtest's byte dump).
 void PrintTo(const Param& p, std::ostream* os) {

@@ -36,6 +36,7 @@ TEST(OpenclColl, NotBuilt) { GTEST_SKIP() << "mixccl was built without OpenCL he
 
 #include "src/device/device_backend.h"
 #include "src/device/opencl/opencl_backend.h"
+#include "tests/support/algo_policy.h"
 #include "tests/support/backend_ranks.h"
 #include "tests/support/device_values.h"
 #include "tests/support/env_guard.h"
@@ -376,6 +377,18 @@ TEST_F(OpenclCollTest, MixedHOHO) { runPattern("HOHO", false); }
 TEST_F(OpenclCollTest, MixedOHH) { runPattern("OHH", false); }
 TEST_F(OpenclCollTest, BlockingTwoRanks) { runPattern("OO", true); }
 TEST_F(OpenclCollTest, BlockingMixedOHH) { runPattern("OHH", true); }
+
+// Every algorithm besides the standing ones (scratch memory on the device included), forced
+// through NCCL_ALGO for the device ranks and their all-host reference alike.
+TEST_F(OpenclCollTest, AlternativeAlgorithmsMixedOHOH) {
+  for (int k = 1;; ++k) {
+    const std::string policy = algorithmPolicy(k);
+    if (policy.empty()) break;
+    SCOPED_TRACE("NCCL_ALGO=" + policy);
+    EnvGuard algo("NCCL_ALGO", policy.c_str());
+    runPattern("OHOH", false);
+  }
+}
 
 // ---- stream order and abort ------------------------------------------------------------------
 
