@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/config.h"
+#include "tests/support/algo_policy.h"
 #include "tests/support/fork_ranks.h"
 #include "tests/support/private_shm.h"
 
@@ -71,10 +72,14 @@ int runRank(int rank, int n, const ncclUniqueId& id) {
 struct Param {
   const char* transport;
   int nranks;
+  int alternative = 0;  // 0: the tuner chooses; k: NCCL_ALGO = algorithmPolicy(k)
 };
 
 // Readable parameter in test logs (instead of gtest's byte dump).
-void PrintTo(const Param& p, std::ostream* os) { *os << p.transport << " x " << p.nranks << " ranks"; }
+void PrintTo(const Param& p, std::ostream* os) {
+  *os << p.transport << " x " << p.nranks << " ranks";
+  if (p.alternative > 0) *os << ", NCCL_ALGO=" << mixccl::testing::algorithmPolicy(p.alternative);
+}
 
 class CollMpTest : public ::testing::TestWithParam<Param> {};
 
@@ -109,6 +114,8 @@ int runJob(int n) {
 TEST_P(CollMpTest, CollectivesAcrossProcesses) {
   setenv("NCCL_SHM_DISABLE", std::string(GetParam().transport) == "tcp" ? "1" : "0", 1);
   setenv("MIXCCL_TIMEOUT", "120", 1);
+  const std::string policy = mixccl::testing::algorithmPolicy(GetParam().alternative);
+  setenv("NCCL_ALGO", policy.c_str(), 1);
   mixccl::config::resetForTesting();
   pid_t job = fork();
   ASSERT_GE(job, 0);
@@ -119,6 +126,8 @@ TEST_P(CollMpTest, CollectivesAcrossProcesses) {
   }
   int status = 0;
   ASSERT_EQ(waitpid(job, &status, 0), job);
+  unsetenv("NCCL_ALGO");
+  mixccl::config::resetForTesting();
   ASSERT_TRUE(WIFEXITED(status)) << "job process died, status 0x" << std::hex << status;
   const int code = WEXITSTATUS(status);
   ASSERT_NE(code, kJobRankFailed) << "a rank failed (its message is above)";
@@ -129,9 +138,11 @@ TEST_P(CollMpTest, CollectivesAcrossProcesses) {
 
 INSTANTIATE_TEST_SUITE_P(Processes, CollMpTest,
                          ::testing::Values(Param{"shm", 2}, Param{"shm", 3}, Param{"shm", 4}, Param{"tcp", 2},
-                                           Param{"tcp", 3}, Param{"tcp", 4}),
+                                           Param{"tcp", 3}, Param{"tcp", 4}, Param{"shm", 3, 1}, Param{"shm", 4, 1},
+                                           Param{"tcp", 3, 1}),
                          [](const auto& info) {
-                           return std::string(info.param.transport) + "_np" + std::to_string(info.param.nranks);
+                           return std::string(info.param.transport) + "_np" + std::to_string(info.param.nranks) +
+                                  (info.param.alternative > 0 ? "_alt" + std::to_string(info.param.alternative) : "");
                          });
 
 }  // namespace
