@@ -27,6 +27,7 @@ void buildSend(const CollArgs& a, Schedule* s);
 void buildRecv(const CollArgs& a, Schedule* s);
 void buildRecursiveDoublingAllReduce(const CollArgs& a, Schedule* s);
 void buildBinomialBroadcast(const CollArgs& a, Schedule* s);
+void buildRecursiveDoublingAllGather(const CollArgs& a, Schedule* s);
 
 // Calls f(offset, len) for consecutive pieces of [0, count), each at most `chunk` long.
 template <class F>

@@ -60,6 +60,20 @@ double ring(CollKind kind, double p, double n, double chunk, const LinkModel& m)
   }
 }
 
+// Recursive-doubling all-gather (recursive_doubling_all_gather.cc): round j swaps 2^j virtual
+// ranks' blocks, p/p2 blocks each on average; a fold of n bytes before and an unfold of p*n bytes
+// after when p is not a power of two.
+double doublingAllGather(double p, double n, double chunk, const LinkModel& m) {
+  const int p2 = 1 << floorLog2(static_cast<int>(p));
+  double t = 0;
+  for (int span = 1; span < p2; span *= 2) {
+    const double bytes = span * n * p / p2;
+    t += msgs(bytes, chunk) * m.alpha + bytes * m.beta;
+  }
+  if (p2 < p) t += msgs(n, chunk) * m.alpha + n * m.beta + msgs(p * n, chunk) * m.alpha + p * n * m.beta;
+  return t;
+}
+
 }  // namespace
 
 double predictSeconds(Algo algo, CollKind kind, int p, uint64_t nBytes, uint64_t chunkBytes, const LinkModel& m) {
@@ -72,6 +86,7 @@ double predictSeconds(Algo algo, CollKind kind, int p, uint64_t nBytes, uint64_t
     case Algo::kDirect:    // the root exchanges p-1 blocks, one after the other
       return (P - 1) * (msgs(n, chunk) * m.alpha + n * m.beta);
     case Algo::kRecursiveDoubling: {
+      if (kind == CollKind::kAllGather) return doublingAllGather(P, n, chunk, m);
       // floor(log2 p) exchanges of the whole buffer, plus a fold and an unfold when p is not a
       // power of two; every exchange combines n bytes.
       const double rounds = floorLog2(p) + ((p & (p - 1)) != 0 ? 2 : 0);

@@ -88,7 +88,7 @@ bool algoSupports(Algo algo, CollKind kind) {
   if (algo == Algo::kDefault || algo == defaultAlgo(kind)) return true;
   switch (algo) {
     case Algo::kRecursiveDoubling:
-      return kind == CollKind::kAllReduce;
+      return kind == CollKind::kAllReduce || kind == CollKind::kAllGather;
     case Algo::kBinomialTree:
       return kind == CollKind::kBroadcast;
     default:
@@ -150,7 +150,11 @@ Result buildSchedule(const CollArgs& a, Schedule* out) {
       buildRingReduce(a, out);
       break;
     case CollKind::kAllGather:
-      buildRingAllGather(a, out);
+      if (algo == Algo::kRecursiveDoubling) {
+        buildRecursiveDoublingAllGather(a, out);
+      } else {
+        buildRingAllGather(a, out);
+      }
       break;
     case CollKind::kReduceScatter:
       buildRingReduceScatter(a, out);

@@ -154,12 +154,35 @@ int64_t expected(const Case& c, int rank, uint64_t i) {
   }
 }
 
+// The rank numbering of algorithms/hypercube.h, restated: p2 = largest power of two <= n, the
+// first 2*rem ranks pair up (even: folded, odd: absorbs), virtual rank v stands for the real
+// ranks [first(v), first(v+1)).
+struct Fold {
+  int p2, rem, rounds;
+  explicit Fold(int n) : p2(1 << floorLog2(n)), rem(n - (1 << floorLog2(n))), rounds(floorLog2(n)) {}
+  bool folded(int r) const { return r < 2 * rem && r % 2 == 0; }
+  bool absorbs(int r) const { return r < 2 * rem && r % 2 == 1; }
+  int vOf(int r) const { return r < 2 * rem ? r / 2 : r - rem; }
+  int first(int v) const { return v < rem ? 2 * v : v + rem; }
+  // Blocks the virtual ranks [v0, v0 + span) stand for.
+  uint64_t blocks(int v0, int span) const { return static_cast<uint64_t>(first(v0 + span) - first(v0)); }
+};
+
 // Elements each rank must send, by the cost stated in each algorithm file (ring AllReduce: the
 // sum, checked separately).
 uint64_t expectedSent(const Case& c, int rank) {
   const uint64_t n = c.nranks, cnt = c.count;
   const bool root = rank == c.root;
   if (n == 1) return 0;
+  if (c.algo == Algo::kRecursiveDoubling && c.kind == CollKind::kAllGather) {
+    // Folded: its block once. Survivor: in the round of span m its range of m virtual ranks, and
+    // the whole Output to the folded partner if it absorbs one.
+    const Fold f(c.nranks);
+    if (f.folded(rank)) return cnt;
+    uint64_t blocks = f.absorbs(rank) ? n : 0;
+    for (int m = 1; m < f.p2; m *= 2) blocks += f.blocks(f.vOf(rank) & ~(m - 1), m);
+    return blocks * cnt;
+  }
   if (c.algo == Algo::kRecursiveDoubling) {
     const int p2 = 1 << floorLog2(c.nranks), rem = c.nranks - p2;
     if (rank < 2 * rem && rank % 2 == 0) return cnt;                // folded: its Input, once
@@ -319,6 +342,7 @@ TEST(ScheduleMatrix, Gather) { runMatrix(CollKind::kGather); }
 TEST(ScheduleMatrix, Scatter) { runMatrix(CollKind::kScatter); }
 TEST(ScheduleMatrix, AllReduceRecursiveDoubling) { runMatrix(CollKind::kAllReduce, Algo::kRecursiveDoubling); }
 TEST(ScheduleMatrix, BroadcastBinomialTree) { runMatrix(CollKind::kBroadcast, Algo::kBinomialTree); }
+TEST(ScheduleMatrix, AllGatherRecursiveDoubling) { runMatrix(CollKind::kAllGather, Algo::kRecursiveDoubling); }
 
 // Every rank count from 1 to 33 (powers of two, one above and one below them), both new
 // algorithms, a few counts and chunkings, FIFO depth 1.
@@ -359,6 +383,40 @@ TEST(ScheduleMatrix, LogarithmicAlgorithmsTakeLogarithmicHops) {
     EXPECT_LE(tree.criticalHops, clg + 1) << "binomial tree, " << n << " ranks";
     EXPECT_EQ(ring.criticalHops, 2 * (p - 1)) << "ring all-reduce, " << n << " ranks";
     EXPECT_EQ(chain.criticalHops, p) << "ring broadcast, " << n << " ranks";
+  }
+}
+
+// The halving/doubling family and the one-shot all-reduce at every rank count from 1 to 33 (every
+// fold pattern), counts below and above the rank count, several chunkings, FIFO depth 1, in and
+// out of place.
+TEST(ScheduleMatrix, HalvingDoublingAtEveryRankCount) {
+  const std::pair<CollKind, Algo> kAlgos[] = {
+      {CollKind::kAllGather, Algo::kRecursiveDoubling},
+  };
+  for (int n = 1; n <= 33; ++n) {
+    for (uint64_t count : {1ull, 5ull, 37ull}) {
+      for (uint64_t chunk : {1ull, 4ull, 64ull}) {
+        for (bool inPlace : {false, true}) {
+          for (const auto& [kind, algo] : kAlgos) {
+            Case c{kind, n, count, chunk, 0, inPlace, 1, SimOp::kSum, algo};
+            ASSERT_EQ(runCase(c), "") << c.str();
+          }
+        }
+      }
+    }
+  }
+}
+
+// Exact critical paths of one-element collectives (every range then fits one message), 2..64
+// ranks: log2(p2) rounds, plus the fold and the unfold (one hop each) when p is not a power of two.
+TEST(ScheduleMatrix, HalvingDoublingTakeLogarithmicHops) {
+  for (int n = 2; n <= 64; ++n) {
+    const Fold f(n);
+    const uint64_t foldHops = f.rem > 0 ? 2 : 0;
+    SimStats ag;
+    ASSERT_EQ(runCase(Case{CollKind::kAllGather, n, 1, 64, 0, false, 1, SimOp::kSum, Algo::kRecursiveDoubling}, &ag),
+              "");
+    EXPECT_EQ(ag.criticalHops, f.rounds + foldHops) << "recursive-doubling all-gather, " << n << " ranks";
   }
 }
 
