@@ -74,6 +74,21 @@ double doublingAllGather(double p, double n, double chunk, const LinkModel& m) {
   return t;
 }
 
+// Recursive-halving reduce-scatter (recursive_halving_reduce_scatter.cc): round j sends and
+// combines the partial sums of p2/2^(j+1) virtual ranks' blocks; a fold of p*n bytes (combined)
+// before and the delivery of n bytes after when p is not a power of two.
+double halvingReduceScatter(double p, double n, double chunk, const LinkModel& m) {
+  const int p2 = 1 << floorLog2(static_cast<int>(p));
+  if (p <= 1) return n * m.gamma;
+  double t = 0;
+  for (int span = p2 / 2; span >= 1; span /= 2) {
+    const double bytes = span * n * p / p2;
+    t += msgs(bytes, chunk) * m.alpha + bytes * (m.beta + m.gamma);
+  }
+  if (p2 < p) t += msgs(p * n, chunk) * m.alpha + p * n * (m.beta + m.gamma) + msgs(n, chunk) * m.alpha + n * m.beta;
+  return t;
+}
+
 }  // namespace
 
 double predictSeconds(Algo algo, CollKind kind, int p, uint64_t nBytes, uint64_t chunkBytes, const LinkModel& m) {
@@ -98,6 +113,8 @@ double predictSeconds(Algo algo, CollKind kind, int p, uint64_t nBytes, uint64_t
       const double k = msgs(n, chunk), d = ceilLog2(p);
       return k * d * (m.alpha + (n / k) * m.beta);
     }
+    case Algo::kRecursiveHalving:
+      return halvingReduceScatter(P, n, chunk, m);
     default:  // algorithms whose builders have not landed yet
       break;
   }

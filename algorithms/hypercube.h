@@ -69,16 +69,6 @@ inline std::vector<Piece> chunked(uint64_t lo, uint64_t hi, uint64_t chunk) {
   return out;
 }
 
-// Blocks [b0, b1) of `count` elements each, every block cut into pieces on its own (so no piece
-// straddles two blocks).
-inline std::vector<Piece> blockPieces(uint64_t b0, uint64_t b1, uint64_t count, uint64_t chunk) {
-  std::vector<Piece> out;
-  for (uint64_t b = b0; b < b1; ++b) {
-    for (const Piece& pc : chunked(b * count, (b + 1) * count, chunk)) out.push_back(pc);
-  }
-  return out;
-}
-
 // The exchange of one round (see above): sendStep(piece i), then recvStep(piece i), for each i.
 template <class S, class R>
 inline void exchangePieces(const std::vector<Piece>& send, const std::vector<Piece>& recv, S&& sendStep, R&& recvStep) {

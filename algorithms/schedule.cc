@@ -91,6 +91,8 @@ bool algoSupports(Algo algo, CollKind kind) {
       return kind == CollKind::kAllReduce || kind == CollKind::kAllGather;
     case Algo::kBinomialTree:
       return kind == CollKind::kBroadcast;
+    case Algo::kRecursiveHalving:
+      return kind == CollKind::kReduceScatter;
     default:
       return false;
   }
@@ -157,7 +159,11 @@ Result buildSchedule(const CollArgs& a, Schedule* out) {
       }
       break;
     case CollKind::kReduceScatter:
-      buildRingReduceScatter(a, out);
+      if (algo == Algo::kRecursiveHalving) {
+        buildRecursiveHalvingReduceScatter(a, out);
+      } else {
+        buildRingReduceScatter(a, out);
+      }
       break;
     case CollKind::kAlltoAll:
       buildPairwiseAlltoAll(a, out);

@@ -183,6 +183,15 @@ uint64_t expectedSent(const Case& c, int rank) {
     for (int m = 1; m < f.p2; m *= 2) blocks += f.blocks(f.vOf(rank) & ~(m - 1), m);
     return blocks * cnt;
   }
+  if (c.algo == Algo::kRecursiveHalving) {
+    // Folded: its whole Input. Survivor: in the round of span m the partial sums of the half it
+    // gives up (the partner's m virtual ranks), and the folded partner's final block if it absorbs.
+    const Fold f(c.nranks);
+    if (f.folded(rank)) return n * cnt;
+    uint64_t blocks = f.absorbs(rank) ? 1 : 0;
+    for (int m = f.p2 / 2; m >= 1; m /= 2) blocks += f.blocks((f.vOf(rank) ^ m) & ~(m - 1), m);
+    return blocks * cnt;
+  }
   if (c.algo == Algo::kRecursiveDoubling) {
     const int p2 = 1 << floorLog2(c.nranks), rem = c.nranks - p2;
     if (rank < 2 * rem && rank % 2 == 0) return cnt;                // folded: its Input, once
@@ -213,6 +222,21 @@ uint64_t expectedSent(const Case& c, int rank) {
   }
 }
 
+// Scratch elements each rank's schedule asks for, as stated in each algorithm file.
+uint64_t expectedScratch(const Case& c, int rank) {
+  if (c.count == 0 || c.nranks == 1) return 0;
+  if (c.algo == Algo::kRecursiveHalving) {
+    // Absorbing rank: the folded sums of the whole Input. Others with >= 2 rounds: their round-0
+    // half (the lower or upper p2/2 virtual ranks).
+    const Fold f(c.nranks);
+    if (f.absorbs(rank)) return c.nranks * c.count;
+    if (f.folded(rank) || f.rounds < 2) return 0;
+    const int half = f.p2 / 2;
+    return f.blocks(f.vOf(rank) < half ? 0 : half, half) * c.count;
+  }
+  return 0;
+}
+
 // Runs one case; returns "" on success, else what went wrong.
 std::string runCase(const Case& c, SimStats* statsOut = nullptr) {
   std::vector<SimActor> actors(c.nranks);
@@ -223,6 +247,10 @@ std::string runCase(const Case& c, SimStats* statsOut = nullptr) {
       if ((s.count == 0 && !isToken(s)) || ((s.recvPeer >= 0 || s.sendPeer >= 0) && s.count > c.chunk)) {
         return "rank " + std::to_string(r) + ": a step has count 0 or a message above chunkElems";
       }
+    }
+    if (actors[r].schedule.scratchElems != expectedScratch(c, r)) {
+      return "rank " + std::to_string(r) + ": scratch of " + std::to_string(actors[r].schedule.scratchElems) +
+             " elements, want " + std::to_string(expectedScratch(c, r));
     }
     layOut(c, r, &actors[r]);
   }
@@ -343,6 +371,7 @@ TEST(ScheduleMatrix, Scatter) { runMatrix(CollKind::kScatter); }
 TEST(ScheduleMatrix, AllReduceRecursiveDoubling) { runMatrix(CollKind::kAllReduce, Algo::kRecursiveDoubling); }
 TEST(ScheduleMatrix, BroadcastBinomialTree) { runMatrix(CollKind::kBroadcast, Algo::kBinomialTree); }
 TEST(ScheduleMatrix, AllGatherRecursiveDoubling) { runMatrix(CollKind::kAllGather, Algo::kRecursiveDoubling); }
+TEST(ScheduleMatrix, ReduceScatterRecursiveHalving) { runMatrix(CollKind::kReduceScatter, Algo::kRecursiveHalving); }
 
 // Every rank count from 1 to 33 (powers of two, one above and one below them), both new
 // algorithms, a few counts and chunkings, FIFO depth 1.
@@ -392,6 +421,7 @@ TEST(ScheduleMatrix, LogarithmicAlgorithmsTakeLogarithmicHops) {
 TEST(ScheduleMatrix, HalvingDoublingAtEveryRankCount) {
   const std::pair<CollKind, Algo> kAlgos[] = {
       {CollKind::kAllGather, Algo::kRecursiveDoubling},
+      {CollKind::kReduceScatter, Algo::kRecursiveHalving},
   };
   for (int n = 1; n <= 33; ++n) {
     for (uint64_t count : {1ull, 5ull, 37ull}) {
@@ -417,6 +447,10 @@ TEST(ScheduleMatrix, HalvingDoublingTakeLogarithmicHops) {
     ASSERT_EQ(runCase(Case{CollKind::kAllGather, n, 1, 64, 0, false, 1, SimOp::kSum, Algo::kRecursiveDoubling}, &ag),
               "");
     EXPECT_EQ(ag.criticalHops, f.rounds + foldHops) << "recursive-doubling all-gather, " << n << " ranks";
+    SimStats rs;
+    ASSERT_EQ(runCase(Case{CollKind::kReduceScatter, n, 1, 64, 0, false, 1, SimOp::kSum, Algo::kRecursiveHalving}, &rs),
+              "");
+    EXPECT_EQ(rs.criticalHops, f.rounds + foldHops) << "recursive-halving reduce-scatter, " << n << " ranks";
   }
 }
 
