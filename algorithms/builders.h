@@ -29,6 +29,7 @@ void buildRecursiveDoublingAllReduce(const CollArgs& a, Schedule* s);
 void buildBinomialBroadcast(const CollArgs& a, Schedule* s);
 void buildRecursiveDoublingAllGather(const CollArgs& a, Schedule* s);
 void buildRecursiveHalvingReduceScatter(const CollArgs& a, Schedule* s);
+void buildRabenseifnerAllReduce(const CollArgs& a, Schedule* s);
 
 // Calls f(offset, len) for consecutive pieces of [0, count), each at most `chunk` long.
 template <class F>

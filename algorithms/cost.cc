@@ -89,6 +89,21 @@ double halvingReduceScatter(double p, double n, double chunk, const LinkModel& m
   return t;
 }
 
+// Rabenseifner all-reduce (rabenseifner_all_reduce.cc): log2(p2) halving rounds of p2/2^(j+1)
+// pieces of n/p2 bytes (combined), the same rounds back as doubling ones (copied), and a fold
+// (combined) and unfold of n bytes each when p is not a power of two.
+double rabenseifner(double p, double n, double chunk, const LinkModel& m) {
+  const int p2 = 1 << floorLog2(static_cast<int>(p));
+  if (p <= 1) return n * m.gamma;
+  double t = 0;
+  for (int span = p2 / 2; span >= 1; span /= 2) {
+    const double bytes = span * n / p2;
+    t += 2 * msgs(bytes, chunk) * m.alpha + bytes * (2 * m.beta + m.gamma);
+  }
+  if (p2 < p) t += 2 * (msgs(n, chunk) * m.alpha + n * m.beta) + n * m.gamma;
+  return t;
+}
+
 }  // namespace
 
 double predictSeconds(Algo algo, CollKind kind, int p, uint64_t nBytes, uint64_t chunkBytes, const LinkModel& m) {
@@ -115,6 +130,8 @@ double predictSeconds(Algo algo, CollKind kind, int p, uint64_t nBytes, uint64_t
     }
     case Algo::kRecursiveHalving:
       return halvingReduceScatter(P, n, chunk, m);
+    case Algo::kRabenseifner:
+      return rabenseifner(P, n, chunk, m);
     default:  // algorithms whose builders have not landed yet
       break;
   }

@@ -93,6 +93,8 @@ bool algoSupports(Algo algo, CollKind kind) {
       return kind == CollKind::kBroadcast;
     case Algo::kRecursiveHalving:
       return kind == CollKind::kReduceScatter;
+    case Algo::kRabenseifner:
+      return kind == CollKind::kAllReduce;
     default:
       return false;
   }
@@ -137,6 +139,8 @@ Result buildSchedule(const CollArgs& a, Schedule* out) {
     case CollKind::kAllReduce:
       if (algo == Algo::kRecursiveDoubling) {
         buildRecursiveDoublingAllReduce(a, out);
+      } else if (algo == Algo::kRabenseifner) {
+        buildRabenseifnerAllReduce(a, out);
       } else {
         buildRingAllReduce(a, out);
       }

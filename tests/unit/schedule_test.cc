@@ -192,6 +192,21 @@ uint64_t expectedSent(const Case& c, int rank) {
     for (int m = f.p2 / 2; m >= 1; m /= 2) blocks += f.blocks((f.vOf(rank) ^ m) & ~(m - 1), m);
     return blocks * cnt;
   }
+  if (c.algo == Algo::kRabenseifner) {
+    // Pieces of count/p2 (+1 for the first count%p2) elements per virtual rank. Folded: its
+    // Input. Survivor: the given-up half of every halving round, its own range of every doubling
+    // round, and the unfold (count) if it absorbs.
+    const Fold f(c.nranks);
+    if (f.folded(rank)) return cnt;
+    const uint64_t base = cnt / f.p2, extra = cnt % f.p2;
+    auto start = [&](uint64_t w) { return w * base + std::min(w, extra); };
+    auto elems = [&](int w0, int span) { return start(w0 + span) - start(w0); };
+    const int v = f.vOf(rank);
+    uint64_t sent = f.absorbs(rank) ? cnt : 0;
+    for (int m = f.p2 / 2; m >= 1; m /= 2) sent += elems((v ^ m) & ~(m - 1), m);
+    for (int m = 1; m < f.p2; m *= 2) sent += elems(v & ~(m - 1), m);
+    return sent;
+  }
   if (c.algo == Algo::kRecursiveDoubling) {
     const int p2 = 1 << floorLog2(c.nranks), rem = c.nranks - p2;
     if (rank < 2 * rem && rank % 2 == 0) return cnt;                // folded: its Input, once
@@ -371,6 +386,7 @@ TEST(ScheduleMatrix, Scatter) { runMatrix(CollKind::kScatter); }
 TEST(ScheduleMatrix, AllReduceRecursiveDoubling) { runMatrix(CollKind::kAllReduce, Algo::kRecursiveDoubling); }
 TEST(ScheduleMatrix, BroadcastBinomialTree) { runMatrix(CollKind::kBroadcast, Algo::kBinomialTree); }
 TEST(ScheduleMatrix, AllGatherRecursiveDoubling) { runMatrix(CollKind::kAllGather, Algo::kRecursiveDoubling); }
+TEST(ScheduleMatrix, AllReduceRabenseifner) { runMatrix(CollKind::kAllReduce, Algo::kRabenseifner); }
 TEST(ScheduleMatrix, ReduceScatterRecursiveHalving) { runMatrix(CollKind::kReduceScatter, Algo::kRecursiveHalving); }
 
 // Every rank count from 1 to 33 (powers of two, one above and one below them), both new
@@ -422,6 +438,7 @@ TEST(ScheduleMatrix, HalvingDoublingAtEveryRankCount) {
   const std::pair<CollKind, Algo> kAlgos[] = {
       {CollKind::kAllGather, Algo::kRecursiveDoubling},
       {CollKind::kReduceScatter, Algo::kRecursiveHalving},
+      {CollKind::kAllReduce, Algo::kRabenseifner},
   };
   for (int n = 1; n <= 33; ++n) {
     for (uint64_t count : {1ull, 5ull, 37ull}) {
@@ -451,6 +468,18 @@ TEST(ScheduleMatrix, HalvingDoublingTakeLogarithmicHops) {
     ASSERT_EQ(runCase(Case{CollKind::kReduceScatter, n, 1, 64, 0, false, 1, SimOp::kSum, Algo::kRecursiveHalving}, &rs),
               "");
     EXPECT_EQ(rs.criticalHops, f.rounds + foldHops) << "recursive-halving reduce-scatter, " << n << " ranks";
+    // Rabenseifner: a halving and a doubling round per level. With n elements every piece is
+    // non-empty and every rank sends in every round: 2 log2(p2) + fold + unfold. With one element
+    // only piece 0 exists: the halving rounds are a binomial reduction to v = 0 in which every
+    // rank sends once, so the fold overlaps them (the one chain of log2(p2) hops starts at
+    // v = p2-1, which never absorbs), and the doubling rounds end at 2 log2(p2): +1 for the unfold.
+    for (uint64_t count : {uint64_t{1}, static_cast<uint64_t>(n)}) {
+      SimStats ra;
+      ASSERT_EQ(runCase(Case{CollKind::kAllReduce, n, count, 64, 0, false, 1, SimOp::kSum, Algo::kRabenseifner}, &ra),
+                "");
+      const uint64_t want = 2 * f.rounds + (count == 1 ? foldHops / 2 : foldHops);
+      EXPECT_EQ(ra.criticalHops, want) << "rabenseifner, " << n << " ranks, count " << count;
+    }
   }
 }
 
