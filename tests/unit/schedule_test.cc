@@ -13,10 +13,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include "algorithms/cost.h"
 #include "algorithms/sim.h"
 
 namespace mixccl::algo {
@@ -431,9 +433,8 @@ TEST(ScheduleMatrix, LogarithmicAlgorithmsTakeLogarithmicHops) {
   }
 }
 
-// The halving/doubling family and the one-shot all-reduce at every rank count from 1 to 33 (every
-// fold pattern), counts below and above the rank count, several chunkings, FIFO depth 1, in and
-// out of place.
+// The halving/doubling family at every rank count from 1 to 33 (every fold pattern), counts
+// below and above the rank count, several chunkings, FIFO depth 1, in and out of place.
 TEST(ScheduleMatrix, HalvingDoublingAtEveryRankCount) {
   const std::pair<CollKind, Algo> kAlgos[] = {
       {CollKind::kAllGather, Algo::kRecursiveDoubling},
@@ -813,6 +814,35 @@ TEST(ScheduleCost, Table) {
              static_cast<unsigned long long>(st.sweeps));
     }
   }
+}
+
+// Every algorithm a collective accepts has a finite, non-negative predicted time; and the model
+// ranks the halving/doubling forms as their files say (Rabenseifner beats recursive doubling on
+// large all-reduces, recursive doubling beats the ring on tiny ones).
+TEST(ScheduleCost, EveryLandedAlgorithmHasACost) {
+  const LinkModel m{5e-6, 1e-10, 2e-11};
+  for (int k = 0; k <= static_cast<int>(CollKind::kRecv); ++k) {
+    const CollKind kind = static_cast<CollKind>(k);
+    for (int g = 1; g < kNumAlgos; ++g) {
+      const Algo algo = static_cast<Algo>(g);
+      if (!algoSupports(algo, kind) || kind == CollKind::kSend || kind == CollKind::kRecv) continue;
+      for (int p : {1, 2, 3, 5, 8, 13, 64}) {
+        for (uint64_t n : {uint64_t{8}, uint64_t{1} << 24}) {
+          const double t = predictSeconds(algo, kind, p, n, 1 << 20, m);
+          EXPECT_TRUE(std::isfinite(t) && t >= 0) << collName(kind) << " / " << algoName(algo) << " p=" << p;
+        }
+      }
+    }
+  }
+  const uint64_t big = uint64_t{1} << 26;
+  EXPECT_LT(predictSeconds(Algo::kRabenseifner, CollKind::kAllReduce, 16, big, 1 << 20, m),
+            predictSeconds(Algo::kRecursiveDoubling, CollKind::kAllReduce, 16, big, 1 << 20, m));
+  EXPECT_LT(predictSeconds(Algo::kRecursiveDoubling, CollKind::kAllReduce, 16, 8, 1 << 20, m),
+            predictSeconds(Algo::kRing, CollKind::kAllReduce, 16, 8, 1 << 20, m));
+  EXPECT_LT(predictSeconds(Algo::kRecursiveHalving, CollKind::kReduceScatter, 16, 8, 1 << 20, m),
+            predictSeconds(Algo::kRing, CollKind::kReduceScatter, 16, 8, 1 << 20, m));
+  EXPECT_LT(predictSeconds(Algo::kRecursiveDoubling, CollKind::kAllGather, 16, 8, 1 << 20, m),
+            predictSeconds(Algo::kRing, CollKind::kAllGather, 16, 8, 1 << 20, m));
 }
 
 }  // namespace
