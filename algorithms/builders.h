@@ -31,6 +31,9 @@ void buildBinomialReduce(const CollArgs& a, Schedule* s);
 void buildBinomialGather(const CollArgs& a, Schedule* s);
 void buildBinomialScatter(const CollArgs& a, Schedule* s);
 void buildBruckAlltoAll(const CollArgs& a, Schedule* s);
+void buildRecursiveDoublingAllGather(const CollArgs& a, Schedule* s);
+void buildRecursiveHalvingReduceScatter(const CollArgs& a, Schedule* s);
+void buildRabenseifnerAllReduce(const CollArgs& a, Schedule* s);
 
 // Calls f(offset, len) for consecutive pieces of [0, count), each at most `chunk` long.
 template <class F>

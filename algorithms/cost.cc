@@ -84,6 +84,50 @@ double binomial(CollKind kind, double p, double n, double chunk, const LinkModel
   }
 }
 
+// Recursive-doubling all-gather (recursive_doubling_all_gather.cc): round j swaps 2^j virtual
+// ranks' blocks, p/p2 blocks each on average; a fold of n bytes before and an unfold of p*n bytes
+// after when p is not a power of two.
+double doublingAllGather(double p, double n, double chunk, const LinkModel& m) {
+  const int p2 = 1 << floorLog2(static_cast<int>(p));
+  double t = 0;
+  for (int span = 1; span < p2; span *= 2) {
+    const double bytes = span * n * p / p2;
+    t += msgs(bytes, chunk) * m.alpha + bytes * m.beta;
+  }
+  if (p2 < p) t += msgs(n, chunk) * m.alpha + n * m.beta + msgs(p * n, chunk) * m.alpha + p * n * m.beta;
+  return t;
+}
+
+// Recursive-halving reduce-scatter (recursive_halving_reduce_scatter.cc): round j sends and
+// combines the partial sums of p2/2^(j+1) virtual ranks' blocks; a fold of p*n bytes (combined)
+// before and the delivery of n bytes after when p is not a power of two.
+double halvingReduceScatter(double p, double n, double chunk, const LinkModel& m) {
+  const int p2 = 1 << floorLog2(static_cast<int>(p));
+  if (p <= 1) return n * m.gamma;
+  double t = 0;
+  for (int span = p2 / 2; span >= 1; span /= 2) {
+    const double bytes = span * n * p / p2;
+    t += msgs(bytes, chunk) * m.alpha + bytes * (m.beta + m.gamma);
+  }
+  if (p2 < p) t += msgs(p * n, chunk) * m.alpha + p * n * (m.beta + m.gamma) + msgs(n, chunk) * m.alpha + n * m.beta;
+  return t;
+}
+
+// Rabenseifner all-reduce (rabenseifner_all_reduce.cc): log2(p2) halving rounds of p2/2^(j+1)
+// pieces of n/p2 bytes (combined), the same rounds back as doubling ones (copied), and a fold
+// (combined) and unfold of n bytes each when p is not a power of two.
+double rabenseifner(double p, double n, double chunk, const LinkModel& m) {
+  const int p2 = 1 << floorLog2(static_cast<int>(p));
+  if (p <= 1) return n * m.gamma;
+  double t = 0;
+  for (int span = p2 / 2; span >= 1; span /= 2) {
+    const double bytes = span * n / p2;
+    t += 2 * msgs(bytes, chunk) * m.alpha + bytes * (2 * m.beta + m.gamma);
+  }
+  if (p2 < p) t += 2 * (msgs(n, chunk) * m.alpha + n * m.beta) + n * m.gamma;
+  return t;
+}
+
 }  // namespace
 
 double predictSeconds(Algo algo, CollKind kind, int p, uint64_t nBytes, uint64_t chunkBytes, const LinkModel& m) {
@@ -96,6 +140,7 @@ double predictSeconds(Algo algo, CollKind kind, int p, uint64_t nBytes, uint64_t
     case Algo::kDirect:    // the root exchanges p-1 blocks, one after the other
       return (P - 1) * (msgs(n, chunk) * m.alpha + n * m.beta);
     case Algo::kRecursiveDoubling: {
+      if (kind == CollKind::kAllGather) return doublingAllGather(P, n, chunk, m);
       // floor(log2 p) exchanges of the whole buffer, plus a fold and an unfold when p is not a
       // power of two; every exchange combines n bytes.
       const double rounds = floorLog2(p) + ((p & (p - 1)) != 0 ? 2 : 0);
@@ -114,6 +159,10 @@ double predictSeconds(Algo algo, CollKind kind, int p, uint64_t nBytes, uint64_t
       }
       return t;
     }
+    case Algo::kRecursiveHalving:
+      return halvingReduceScatter(P, n, chunk, m);
+    case Algo::kRabenseifner:
+      return rabenseifner(P, n, chunk, m);
     default:  // algorithms whose builders have not landed yet
       break;
   }

@@ -88,12 +88,16 @@ bool algoSupports(Algo algo, CollKind kind) {
   if (algo == Algo::kDefault || algo == defaultAlgo(kind)) return true;
   switch (algo) {
     case Algo::kRecursiveDoubling:
-      return kind == CollKind::kAllReduce;
+      return kind == CollKind::kAllReduce || kind == CollKind::kAllGather;
     case Algo::kBinomialTree:
       return kind == CollKind::kBroadcast || kind == CollKind::kReduce || kind == CollKind::kGather ||
              kind == CollKind::kScatter;
     case Algo::kBruck:
       return kind == CollKind::kAlltoAll;
+    case Algo::kRecursiveHalving:
+      return kind == CollKind::kReduceScatter;
+    case Algo::kRabenseifner:
+      return kind == CollKind::kAllReduce;
     default:
       return false;
   }
@@ -138,6 +142,8 @@ Result buildSchedule(const CollArgs& a, Schedule* out) {
     case CollKind::kAllReduce:
       if (algo == Algo::kRecursiveDoubling) {
         buildRecursiveDoublingAllReduce(a, out);
+      } else if (algo == Algo::kRabenseifner) {
+        buildRabenseifnerAllReduce(a, out);
       } else {
         buildRingAllReduce(a, out);
       }
@@ -157,10 +163,18 @@ Result buildSchedule(const CollArgs& a, Schedule* out) {
       }
       break;
     case CollKind::kAllGather:
-      buildRingAllGather(a, out);
+      if (algo == Algo::kRecursiveDoubling) {
+        buildRecursiveDoublingAllGather(a, out);
+      } else {
+        buildRingAllGather(a, out);
+      }
       break;
     case CollKind::kReduceScatter:
-      buildRingReduceScatter(a, out);
+      if (algo == Algo::kRecursiveHalving) {
+        buildRecursiveHalvingReduceScatter(a, out);
+      } else {
+        buildRingReduceScatter(a, out);
+      }
       break;
     case CollKind::kAlltoAll:
       if (algo == Algo::kBruck) {

@@ -13,11 +13,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "algorithms/cost.h"
 #include "algorithms/sim.h"
 
 namespace mixccl::algo {
@@ -155,12 +157,59 @@ int64_t expected(const Case& c, int rank, uint64_t i) {
   }
 }
 
+// The rank numbering of algorithms/hypercube.h, restated: p2 = largest power of two <= n, the
+// first 2*rem ranks pair up (even: folded, odd: absorbs), virtual rank v stands for the real
+// ranks [first(v), first(v+1)).
+struct Fold {
+  int p2, rem, rounds;
+  explicit Fold(int n) : p2(1 << floorLog2(n)), rem(n - (1 << floorLog2(n))), rounds(floorLog2(n)) {}
+  bool folded(int r) const { return r < 2 * rem && r % 2 == 0; }
+  bool absorbs(int r) const { return r < 2 * rem && r % 2 == 1; }
+  int vOf(int r) const { return r < 2 * rem ? r / 2 : r - rem; }
+  int first(int v) const { return v < rem ? 2 * v : v + rem; }
+  // Blocks the virtual ranks [v0, v0 + span) stand for.
+  uint64_t blocks(int v0, int span) const { return static_cast<uint64_t>(first(v0 + span) - first(v0)); }
+};
+
 // Elements each rank must send, by the cost stated in each algorithm file (ring AllReduce: the
 // sum, checked separately).
 uint64_t expectedSent(const Case& c, int rank) {
   const uint64_t n = c.nranks, cnt = c.count;
   const bool root = rank == c.root;
   if (n == 1) return 0;
+  if (c.algo == Algo::kRecursiveDoubling && c.kind == CollKind::kAllGather) {
+    // Folded: its block once. Survivor: in the round of span m its range of m virtual ranks, and
+    // the whole Output to the folded partner if it absorbs one.
+    const Fold f(c.nranks);
+    if (f.folded(rank)) return cnt;
+    uint64_t blocks = f.absorbs(rank) ? n : 0;
+    for (int m = 1; m < f.p2; m *= 2) blocks += f.blocks(f.vOf(rank) & ~(m - 1), m);
+    return blocks * cnt;
+  }
+  if (c.algo == Algo::kRecursiveHalving) {
+    // Folded: its whole Input. Survivor: in the round of span m the partial sums of the half it
+    // gives up (the partner's m virtual ranks), and the folded partner's final block if it absorbs.
+    const Fold f(c.nranks);
+    if (f.folded(rank)) return n * cnt;
+    uint64_t blocks = f.absorbs(rank) ? 1 : 0;
+    for (int m = f.p2 / 2; m >= 1; m /= 2) blocks += f.blocks((f.vOf(rank) ^ m) & ~(m - 1), m);
+    return blocks * cnt;
+  }
+  if (c.algo == Algo::kRabenseifner) {
+    // Pieces of count/p2 (+1 for the first count%p2) elements per virtual rank. Folded: its
+    // Input. Survivor: the given-up half of every halving round, its own range of every doubling
+    // round, and the unfold (count) if it absorbs.
+    const Fold f(c.nranks);
+    if (f.folded(rank)) return cnt;
+    const uint64_t base = cnt / f.p2, extra = cnt % f.p2;
+    auto start = [&](uint64_t w) { return w * base + std::min(w, extra); };
+    auto elems = [&](int w0, int span) { return start(w0 + span) - start(w0); };
+    const int v = f.vOf(rank);
+    uint64_t sent = f.absorbs(rank) ? cnt : 0;
+    for (int m = f.p2 / 2; m >= 1; m /= 2) sent += elems((v ^ m) & ~(m - 1), m);
+    for (int m = 1; m < f.p2; m *= 2) sent += elems(v & ~(m - 1), m);
+    return sent;
+  }
   if (c.algo == Algo::kRecursiveDoubling) {
     const int p2 = 1 << floorLog2(c.nranks), rem = c.nranks - p2;
     if (rank < 2 * rem && rank % 2 == 0) return cnt;                // folded: its Input, once
@@ -210,6 +259,40 @@ uint64_t expectedSent(const Case& c, int rank) {
   }
 }
 
+// Scratch elements each rank's schedule asks for, as stated in each algorithm file: exact where
+// the file gives the number, else the bound it states.
+struct ScratchWant {
+  uint64_t elems = 0;
+  bool exact = true;
+};
+
+ScratchWant expectedScratch(const Case& c, int rank) {
+  if (c.count == 0 || c.nranks == 1) return {};
+  const uint64_t n = c.nranks;
+  if (c.algo == Algo::kRecursiveHalving) {
+    // Absorbing rank: the folded sums of the whole Input. Others with >= 2 rounds: their round-0
+    // half (the lower or upper p2/2 virtual ranks).
+    const Fold f(c.nranks);
+    if (f.absorbs(rank)) return {c.nranks * c.count};
+    if (f.folded(rank) || f.rounds < 2) return {};
+    const int half = f.p2 / 2;
+    return {f.blocks(f.vOf(rank) < half ? 0 : half, half) * c.count};
+  }
+  if (c.algo == Algo::kBinomialTree && c.kind == CollKind::kReduce) {
+    // A non-root rank with two or more children keeps its partial sums in Scratch.
+    const int v = (rank - c.root + c.nranks) % c.nranks;
+    int children = 0;
+    for (int bit = 1; bit < c.nranks && (v == 0 || (v & bit) == 0); bit <<= 1) children += v + bit < c.nranks ? 1 : 0;
+    return {v != 0 && children >= 2 ? c.count : 0};
+  }
+  if (c.algo == Algo::kBinomialTree && (c.kind == CollKind::kGather || c.kind == CollKind::kScatter)) {
+    // A subtree's stream (at most half the blocks), or on the root one chunk.
+    return {std::max((n + 1) / 2 * c.count, c.chunk), false};
+  }
+  if (c.algo == Algo::kBruck) return {n / 2 * c.count, false};  // the blocks of one round
+  return {};
+}
+
 // Runs one case; returns "" on success, else what went wrong.
 std::string runCase(const Case& c, SimStats* statsOut = nullptr) {
   std::vector<SimActor> actors(c.nranks);
@@ -220,6 +303,12 @@ std::string runCase(const Case& c, SimStats* statsOut = nullptr) {
       if ((s.count == 0 && !isToken(s)) || ((s.recvPeer >= 0 || s.sendPeer >= 0) && s.count > c.chunk)) {
         return "rank " + std::to_string(r) + ": a step has count 0 or a message above chunkElems";
       }
+    }
+    const ScratchWant want = expectedScratch(c, r);
+    const uint64_t got = actors[r].schedule.scratchElems;
+    if (want.exact ? got != want.elems : got > want.elems) {
+      return "rank " + std::to_string(r) + ": scratch of " + std::to_string(got) + " elements, want " +
+             (want.exact ? "" : "at most ") + std::to_string(want.elems);
     }
     layOut(c, r, &actors[r]);
   }
@@ -343,6 +432,9 @@ TEST(ScheduleMatrix, ReduceBinomialTree) { runMatrix(CollKind::kReduce, Algo::kB
 TEST(ScheduleMatrix, GatherBinomialTree) { runMatrix(CollKind::kGather, Algo::kBinomialTree); }
 TEST(ScheduleMatrix, ScatterBinomialTree) { runMatrix(CollKind::kScatter, Algo::kBinomialTree); }
 TEST(ScheduleMatrix, AlltoAllBruck) { runMatrix(CollKind::kAlltoAll, Algo::kBruck); }
+TEST(ScheduleMatrix, AllGatherRecursiveDoubling) { runMatrix(CollKind::kAllGather, Algo::kRecursiveDoubling); }
+TEST(ScheduleMatrix, AllReduceRabenseifner) { runMatrix(CollKind::kAllReduce, Algo::kRabenseifner); }
+TEST(ScheduleMatrix, ReduceScatterRecursiveHalving) { runMatrix(CollKind::kReduceScatter, Algo::kRecursiveHalving); }
 
 // Every rank count from 1 to 33 (powers of two, one above and one below them), both new
 // algorithms, a few counts and chunkings, FIFO depth 1.
@@ -452,6 +544,57 @@ TEST(ScheduleMatrix, TreeAlgorithmsTakeLogarithmicHops) {
     Case bruck{CollKind::kAlltoAll, n, 1, 64, 0, false, 1, SimOp::kSum, Algo::kBruck};
     ASSERT_EQ(runCase(bruck, &st), "") << bruck.str();
     EXPECT_EQ(st.criticalHops, clg) << bruck.str();
+  }
+}
+
+// The halving/doubling family at every rank count from 1 to 33 (every fold pattern), counts
+// below and above the rank count, several chunkings, FIFO depth 1, in and out of place.
+TEST(ScheduleMatrix, HalvingDoublingAtEveryRankCount) {
+  const std::pair<CollKind, Algo> kAlgos[] = {
+      {CollKind::kAllGather, Algo::kRecursiveDoubling},
+      {CollKind::kReduceScatter, Algo::kRecursiveHalving},
+      {CollKind::kAllReduce, Algo::kRabenseifner},
+  };
+  for (int n = 1; n <= 33; ++n) {
+    for (uint64_t count : {1ull, 5ull, 37ull}) {
+      for (uint64_t chunk : {1ull, 4ull, 64ull}) {
+        for (bool inPlace : {false, true}) {
+          for (const auto& [kind, algo] : kAlgos) {
+            Case c{kind, n, count, chunk, 0, inPlace, 1, SimOp::kSum, algo};
+            ASSERT_EQ(runCase(c), "") << c.str();
+          }
+        }
+      }
+    }
+  }
+}
+
+// Exact critical paths of one-element collectives (every range then fits one message), 2..64
+// ranks: log2(p2) rounds, plus the fold and the unfold (one hop each) when p is not a power of two.
+TEST(ScheduleMatrix, HalvingDoublingTakeLogarithmicHops) {
+  for (int n = 2; n <= 64; ++n) {
+    const Fold f(n);
+    const uint64_t foldHops = f.rem > 0 ? 2 : 0;
+    SimStats ag;
+    ASSERT_EQ(runCase(Case{CollKind::kAllGather, n, 1, 64, 0, false, 1, SimOp::kSum, Algo::kRecursiveDoubling}, &ag),
+              "");
+    EXPECT_EQ(ag.criticalHops, f.rounds + foldHops) << "recursive-doubling all-gather, " << n << " ranks";
+    SimStats rs;
+    ASSERT_EQ(runCase(Case{CollKind::kReduceScatter, n, 1, 64, 0, false, 1, SimOp::kSum, Algo::kRecursiveHalving}, &rs),
+              "");
+    EXPECT_EQ(rs.criticalHops, f.rounds + foldHops) << "recursive-halving reduce-scatter, " << n << " ranks";
+    // Rabenseifner: a halving and a doubling round per level. With n elements every piece is
+    // non-empty and every rank sends in every round: 2 log2(p2) + fold + unfold. With one element
+    // only piece 0 exists: the halving rounds are a binomial reduction to v = 0 in which every
+    // rank sends once, so the fold overlaps them (the one chain of log2(p2) hops starts at
+    // v = p2-1, which never absorbs), and the doubling rounds end at 2 log2(p2): +1 for the unfold.
+    for (uint64_t count : {uint64_t{1}, static_cast<uint64_t>(n)}) {
+      SimStats ra;
+      ASSERT_EQ(runCase(Case{CollKind::kAllReduce, n, count, 64, 0, false, 1, SimOp::kSum, Algo::kRabenseifner}, &ra),
+                "");
+      const uint64_t want = 2 * f.rounds + (count == 1 ? foldHops / 2 : foldHops);
+      EXPECT_EQ(ra.criticalHops, want) << "rabenseifner, " << n << " ranks, count " << count;
+    }
   }
 }
 
@@ -785,6 +928,35 @@ TEST(ScheduleCost, Table) {
              static_cast<unsigned long long>(st.sweeps));
     }
   }
+}
+
+// Every algorithm a collective accepts has a finite, non-negative predicted time; and the model
+// ranks the halving/doubling forms as their files say (Rabenseifner beats recursive doubling on
+// large all-reduces, recursive doubling beats the ring on tiny ones).
+TEST(ScheduleCost, EveryLandedAlgorithmHasACost) {
+  const LinkModel m{5e-6, 1e-10, 2e-11};
+  for (int k = 0; k <= static_cast<int>(CollKind::kRecv); ++k) {
+    const CollKind kind = static_cast<CollKind>(k);
+    for (int g = 1; g < kNumAlgos; ++g) {
+      const Algo algo = static_cast<Algo>(g);
+      if (!algoSupports(algo, kind) || kind == CollKind::kSend || kind == CollKind::kRecv) continue;
+      for (int p : {1, 2, 3, 5, 8, 13, 64}) {
+        for (uint64_t n : {uint64_t{8}, uint64_t{1} << 24}) {
+          const double t = predictSeconds(algo, kind, p, n, 1 << 20, m);
+          EXPECT_TRUE(std::isfinite(t) && t >= 0) << collName(kind) << " / " << algoName(algo) << " p=" << p;
+        }
+      }
+    }
+  }
+  const uint64_t big = uint64_t{1} << 26;
+  EXPECT_LT(predictSeconds(Algo::kRabenseifner, CollKind::kAllReduce, 16, big, 1 << 20, m),
+            predictSeconds(Algo::kRecursiveDoubling, CollKind::kAllReduce, 16, big, 1 << 20, m));
+  EXPECT_LT(predictSeconds(Algo::kRecursiveDoubling, CollKind::kAllReduce, 16, 8, 1 << 20, m),
+            predictSeconds(Algo::kRing, CollKind::kAllReduce, 16, 8, 1 << 20, m));
+  EXPECT_LT(predictSeconds(Algo::kRecursiveHalving, CollKind::kReduceScatter, 16, 8, 1 << 20, m),
+            predictSeconds(Algo::kRing, CollKind::kReduceScatter, 16, 8, 1 << 20, m));
+  EXPECT_LT(predictSeconds(Algo::kRecursiveDoubling, CollKind::kAllGather, 16, 8, 1 << 20, m),
+            predictSeconds(Algo::kRing, CollKind::kAllGather, 16, 8, 1 << 20, m));
 }
 
 }  // namespace
