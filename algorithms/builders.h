@@ -31,6 +31,7 @@ void buildBinomialReduce(const CollArgs& a, Schedule* s);
 void buildBinomialGather(const CollArgs& a, Schedule* s);
 void buildBinomialScatter(const CollArgs& a, Schedule* s);
 void buildBruckAlltoAll(const CollArgs& a, Schedule* s);
+void buildScatterAllGatherBroadcast(const CollArgs& a, Schedule* s);
 
 // Calls f(offset, len) for consecutive pieces of [0, count), each at most `chunk` long.
 template <class F>

@@ -94,6 +94,8 @@ bool algoSupports(Algo algo, CollKind kind) {
              kind == CollKind::kScatter;
     case Algo::kBruck:
       return kind == CollKind::kAlltoAll;
+    case Algo::kScatterAllGather:
+      return kind == CollKind::kBroadcast;
     default:
       return false;
   }
@@ -145,6 +147,8 @@ Result buildSchedule(const CollArgs& a, Schedule* out) {
     case CollKind::kBroadcast:
       if (algo == Algo::kBinomialTree) {
         buildBinomialBroadcast(a, out);
+      } else if (algo == Algo::kScatterAllGather) {
+        buildScatterAllGatherBroadcast(a, out);
       } else {
         buildRingBroadcast(a, out);
       }

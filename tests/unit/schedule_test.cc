@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "algorithms/cost.h"
 #include "algorithms/sim.h"
 
 namespace mixccl::algo {
@@ -185,6 +186,17 @@ uint64_t expectedSent(const Case& c, int rank) {
         return ~0ull;
     }
   }
+  if (c.algo == Algo::kScatterAllGather) {
+    // Pieces by relative rank v: count/n elements, one more for v < count % n. The scatter sends
+    // a subtree's pieces but the sender's own (all but piece 0 from the root); the ring sends
+    // pieces v, v-1, ..., v-(n-2): every piece but v+1, which the rank receives last.
+    const uint64_t v = (rank - c.root + n) % n;
+    auto off = [&](uint64_t u) { return u * (cnt / n) + std::min(u, cnt % n); };
+    const uint64_t sz = v == 0 ? n : std::min<uint64_t>(v & (~v + 1), n - v);
+    const uint64_t scatter = off(v + sz) - off(v + 1);
+    const uint64_t notSent = (v + 1) % n;
+    return scatter + cnt - (off(notSent + 1) - off(notSent));
+  }
   if (c.algo == Algo::kBruck) {
     // Round k (2^k < n) sends the blocks at every index 1 <= i < n with bit k set.
     uint64_t blocks = 0;
@@ -343,6 +355,7 @@ TEST(ScheduleMatrix, ReduceBinomialTree) { runMatrix(CollKind::kReduce, Algo::kB
 TEST(ScheduleMatrix, GatherBinomialTree) { runMatrix(CollKind::kGather, Algo::kBinomialTree); }
 TEST(ScheduleMatrix, ScatterBinomialTree) { runMatrix(CollKind::kScatter, Algo::kBinomialTree); }
 TEST(ScheduleMatrix, AlltoAllBruck) { runMatrix(CollKind::kAlltoAll, Algo::kBruck); }
+TEST(ScheduleMatrix, BroadcastScatterAllGather) { runMatrix(CollKind::kBroadcast, Algo::kScatterAllGather); }
 
 // Every rank count from 1 to 33 (powers of two, one above and one below them), both new
 // algorithms, a few counts and chunkings, FIFO depth 1.
@@ -368,10 +381,9 @@ TEST(ScheduleMatrix, LogarithmicAlgorithmsAtEveryRankCount) {
 // out of place, FIFO depth 1, sum and max for the reductions.
 TEST(ScheduleMatrix, TreeAlgorithmsAtEveryRankCount) {
   const std::pair<CollKind, Algo> kAlgos[] = {
-      {CollKind::kReduce, Algo::kBinomialTree},
-      {CollKind::kGather, Algo::kBinomialTree},
-      {CollKind::kScatter, Algo::kBinomialTree},
-      {CollKind::kAlltoAll, Algo::kBruck},
+      {CollKind::kReduce, Algo::kBinomialTree},        {CollKind::kGather, Algo::kBinomialTree},
+      {CollKind::kScatter, Algo::kBinomialTree},       {CollKind::kAlltoAll, Algo::kBruck},
+      {CollKind::kBroadcast, Algo::kScatterAllGather},
   };
   for (const auto& [kind, algo] : kAlgos) {
     for (int n = 1; n <= 33; ++n) {
@@ -452,6 +464,15 @@ TEST(ScheduleMatrix, TreeAlgorithmsTakeLogarithmicHops) {
     Case bruck{CollKind::kAlltoAll, n, 1, 64, 0, false, 1, SimOp::kSum, Algo::kBruck};
     ASSERT_EQ(runCase(bruck, &st), "") << bruck.str();
     EXPECT_EQ(st.criticalHops, clg) << bruck.str();
+    // Scatter-allgather broadcast, one element per piece: the scatter's ceil(log2 n) hops (the
+    // binomial broadcast's, with one message per tree edge), then the ring's n-1 steps. It is
+    // the bandwidth form; its latency is linear.
+    for (int root : {0, n / 2, n - 1}) {
+      Case sag{CollKind::kBroadcast,   n, static_cast<uint64_t>(n), 64, root, false, 1, SimOp::kSum,
+               Algo::kScatterAllGather};
+      ASSERT_EQ(runCase(sag, &st), "") << sag.str();
+      EXPECT_EQ(st.criticalHops, clg + n - 1) << sag.str();
+    }
   }
 }
 
@@ -769,6 +790,27 @@ TEST(Simulator, DetectsSizeMismatchHazardAndLeftovers) {
     opt.nranks = 1;
     EXPECT_EQ(simulate(actors, opt), Result::kInvalidUsage);
     EXPECT_NE(lastError().find("outside"), std::string::npos) << lastError();
+  }
+}
+
+// Every algorithm a collective has also has a cost (algorithms/cost.h), and only those.
+TEST(ScheduleCost, EverySupportedAlgorithmHasACost) {
+  const LinkModel m{1e-6, 1e-10, 1e-11};
+  for (int k = 0; k <= static_cast<int>(CollKind::kRecv); ++k) {
+    const CollKind kind = static_cast<CollKind>(k);
+    for (int g = 1; g < kNumAlgos; ++g) {
+      const Algo algo = static_cast<Algo>(g);
+      for (int p : {1, 2, 3, 8, 33}) {
+        for (uint64_t bytes : {0ull, 8ull, 1ull << 20}) {
+          const double t = predictSeconds(algo, kind, p, bytes, 4096, m);
+          if (algoSupports(algo, kind)) {
+            EXPECT_GE(t, 0) << collName(kind) << " / " << algoName(algo) << " p=" << p << " bytes=" << bytes;
+          } else {
+            EXPECT_LT(t, 0) << collName(kind) << " / " << algoName(algo);
+          }
+        }
+      }
+    }
   }
 }
 
