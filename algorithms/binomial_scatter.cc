@@ -76,16 +76,6 @@ Step sendStep(Buf src, uint64_t srcOffset, uint64_t len, int peer) {
   return st;
 }
 
-// Calls f(off, len) for the pieces of a stream of `len` elements, last piece first.
-template <class F>
-void forEachPieceBackwards(uint64_t streamLen, uint64_t chunk, F&& f) {
-  if (streamLen == 0) return;
-  for (uint64_t off = (streamLen - 1) / chunk * chunk;; off -= chunk) {
-    f(off, std::min(chunk, streamLen - off));
-    if (off == 0) break;
-  }
-}
-
 }  // namespace
 
 void buildBinomialScatter(const CollArgs& a, Schedule* s) {

@@ -65,4 +65,15 @@ struct BinomialTree {
   }
 };
 
+// Calls f(off, len) for the pieces [j*chunk, (j+1)*chunk) of a stream of `streamLen` elements
+// (the last one shorter), last piece first: the order in which the scatters send a stream down.
+template <class F>
+inline void forEachPieceBackwards(uint64_t streamLen, uint64_t chunk, F&& f) {
+  if (streamLen == 0) return;
+  for (uint64_t off = (streamLen - 1) / chunk * chunk;; off -= chunk) {
+    f(off, std::min(chunk, streamLen - off));
+    if (off == 0) break;
+  }
+}
+
 }  // namespace mixccl::algo

@@ -34,6 +34,7 @@ void buildBruckAlltoAll(const CollArgs& a, Schedule* s);
 void buildRecursiveDoublingAllGather(const CollArgs& a, Schedule* s);
 void buildRecursiveHalvingReduceScatter(const CollArgs& a, Schedule* s);
 void buildRabenseifnerAllReduce(const CollArgs& a, Schedule* s);
+void buildScatterAllGatherBroadcast(const CollArgs& a, Schedule* s);
 
 // Calls f(offset, len) for consecutive pieces of [0, count), each at most `chunk` long.
 template <class F>

@@ -148,6 +148,14 @@ double predictSeconds(Algo algo, CollKind kind, int p, uint64_t nBytes, uint64_t
     }
     case Algo::kBinomialTree:
       return binomial(kind, P, n, chunk, m);
+    case Algo::kScatterAllGather: {
+      // Broadcast only: a binomial scatter of p pieces of n/p bytes (the root sends each child's
+      // subtree of pieces), then p-1 ring steps of one piece.
+      const double piece = n / P;
+      double rootMsgs = 0;
+      for (double c = 1; c < P; c *= 2) rootMsgs += msgs(std::min(c, P - c) * piece, chunk);
+      return (rootMsgs + (P - 1) * msgs(piece, chunk)) * m.alpha + 2 * (P - 1) * piece * m.beta;
+    }
     case Algo::kBruck: {
       // Round k sends the n_k blocks whose index has bit k set (n_k <= p/2), in chunk-sized
       // messages; ceil(log2 p) rounds one after the other.

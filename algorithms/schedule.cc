@@ -98,6 +98,8 @@ bool algoSupports(Algo algo, CollKind kind) {
       return kind == CollKind::kReduceScatter;
     case Algo::kRabenseifner:
       return kind == CollKind::kAllReduce;
+    case Algo::kScatterAllGather:
+      return kind == CollKind::kBroadcast;
     default:
       return false;
   }
@@ -151,6 +153,8 @@ Result buildSchedule(const CollArgs& a, Schedule* out) {
     case CollKind::kBroadcast:
       if (algo == Algo::kBinomialTree) {
         buildBinomialBroadcast(a, out);
+      } else if (algo == Algo::kScatterAllGather) {
+        buildScatterAllGatherBroadcast(a, out);
       } else {
         buildRingBroadcast(a, out);
       }
