@@ -139,7 +139,7 @@ TEST_P(CollMpTest, CollectivesAcrossProcesses) {
 INSTANTIATE_TEST_SUITE_P(Processes, CollMpTest,
                          ::testing::Values(Param{"shm", 2}, Param{"shm", 3}, Param{"shm", 4}, Param{"tcp", 2},
                                            Param{"tcp", 3}, Param{"tcp", 4}, Param{"shm", 3, 1}, Param{"shm", 4, 1},
-                                           Param{"tcp", 3, 1}),
+                                           Param{"tcp", 3, 1}, Param{"shm", 3, 2}),
                          [](const auto& info) {
                            return std::string(info.param.transport) + "_np" + std::to_string(info.param.nranks) +
                                   (info.param.alternative > 0 ? "_alt" + std::to_string(info.param.alternative) : "");
