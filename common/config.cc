@@ -36,7 +36,7 @@ constexpr KnobDecl kTable[] = {
     {Knob::kSocketFamily, "NCCL_SOCKET_FAMILY", Type::kString, "", "AF_INET or AF_INET6 to force an address family"},
     {Knob::kShmDisable, "NCCL_SHM_DISABLE", Type::kBool, "0", "1 = never use shared memory (use TCP on one host)"},
     {Knob::kAlgo, "NCCL_ALGO", Type::kString, "",
-     "algorithms the tuner may choose: NCCL's list syntax (Ring,Tree / ^Tree / allreduce:tree;allgather:ring) with "
+     "algorithms the tuner may choose: NCCL's list syntax (Ring,Tree / ^Tree / broadcast:tree;allgather:ring) with "
      "NCCL's and mixccl's names (docs/TUNING.md); the same on every rank"},
     {Knob::kProto, "NCCL_PROTO", Type::kString, "",
      "protocols the tuner may choose (LL, LL128, Simple; ^ excludes; per collective as NCCL_ALGO); only Simple "
