@@ -14,6 +14,7 @@ namespace {
 constexpr uint32_t kNoLink = UINT32_MAX;
 constexpr uint32_t kCombine = 1u << 31;  // in PackedStep::countFlags: a message OP a local source
 constexpr uint64_t kMaxMessageElems = kCombine - 1;
+constexpr int kSampleRanks = 64;  // ranks built to estimate a run's steps (checkBudget)
 
 // What timing needs of a Step: which links it reads and writes, and the message size.
 struct PackedStep {
@@ -145,13 +146,22 @@ class TimingSimulator {
     return Result::kSuccess;
   }
 
-  // Estimates the run's steps from a few ranks before building them all, so that a run far over
-  // the budget is refused in a fraction of a second instead of after minutes of building.
+  // Estimates the run's steps from a sample of ranks before building them all, so that a run far
+  // over the budget is refused in a fraction of a second instead of after minutes of building.
+  // The sample is spread by the golden ratio rather than evenly: even spacing lands on ranks
+  // whose numbers share many low zero bits, which trees make inner nodes with many children
+  // (a binomial broadcast's ranks k*p/8 have log2(p/8) children; a typical rank has one or none).
   Result checkBudget() {
     const int n = opt_.nranks;
     std::vector<int> sample;
-    for (int j = 0; j < 8; ++j) sample.push_back(static_cast<int>(static_cast<int64_t>(j) * n / 8));
-    sample.push_back(n - 1);
+    if (n <= kSampleRanks) {
+      for (int r = 0; r < n; ++r) sample.push_back(r);
+    } else {
+      double x = 0;
+      for (int j = 0; j < kSampleRanks; ++j, x += 0.6180339887498949) {
+        sample.push_back(static_cast<int>((x - static_cast<int64_t>(x)) * n));
+      }
+    }
     std::sort(sample.begin(), sample.end());
     sample.erase(std::unique(sample.begin(), sample.end()), sample.end());
     double sum = 0;

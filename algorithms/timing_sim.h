@@ -87,7 +87,7 @@ struct TimingStats {
   double budgetSteps = 0;
 };
 
-// Produces rank `rank`'s schedule (called about nranks + 9 times: a sample first, then each rank).
+// Produces rank `rank`'s schedule (called up to nranks + 64 times: a sample first, then each rank).
 using ScheduleSource = std::function<Result(int rank, Schedule* out)>;
 
 // Simulates the schedules of ranks [0, nranks). kInvalidArgument on a bad setup (nranks < 1,

@@ -257,12 +257,22 @@ TEST(TimingSim, RefusesRunsOverTheStepBudget) {
   o.stepBudget = 1000000;
   EXPECT_EQ(simulateCollectiveTiming(a, o, &t), Result::kSuccess) << lastError();
 
-  // The sample misses rank 1 (ranks 0, 2, 4, ... 15 are sampled); the exact count while building
-  // still refuses.
-  std::vector<std::vector<Step>> ranks(16);
-  for (int i = 0; i < 500; ++i) ranks[1].push_back(step(-1, -1, 1));
-  EXPECT_EQ(runSteps(ranks, 1, 100), Result::kInvalidUsage);
+  // A source whose sample looked small (rank 1 grows after its first build): the exact count
+  // while building still refuses.
+  int rank1Builds = 0;
+  TimingOptions small = handModel(16, 1, 1e-6, 1e-9, 0);
+  small.stepBudget = 100;
+  EXPECT_EQ(simulateTiming(
+                small,
+                [&](int r, Schedule* s) {
+                  s->steps.assign(r == 1 && ++rank1Builds > 1 ? 500 : 1, step(-1, -1, 1));
+                  return Result::kSuccess;
+                },
+                &t),
+            Result::kInvalidUsage);
   EXPECT_NE(lastError().find("step budget of 100 "), std::string::npos) << lastError();
+  EXPECT_NE(lastError().find("extrapolated from the ranks built so far"), std::string::npos) << lastError();
+  EXPECT_TRUE(t.overBudget);
 }
 
 }  // namespace
