@@ -23,6 +23,9 @@
 //    still pays alpha on the link).
 //  - The receiving step frees the message's slot when it ends. The rank's clock becomes the end.
 // The predicted time is the latest clock over all ranks.
+// What it leaves out: links are independent (no shared NIC, host uplink or switch), and receiving
+// costs the receiver nothing, so fan-in (a direct gather's root takes p-1 messages "at once") looks
+// faster than on a machine; no protocol (LL/LL128) or per-byte software overheads beyond beta.
 //
 // Alongside, criticalHops counts the critical path in hops exactly as SimStats::criticalHops in
 // sim.h does (a sending step occupies its rank for one hop, its message arrives one hop after the
