@@ -56,28 +56,6 @@
 #include "algorithms/builders.h"
 
 namespace mixccl::algo {
-namespace {
-
-Step recvStep(int peer, Buf dst, uint64_t dstOffset, uint64_t len) {
-  Step st;
-  st.recvPeer = peer;
-  st.dst = dst;
-  st.dstOffset = dstOffset;
-  st.count = len;
-  return st;
-}
-
-Step sendStep(Buf src, uint64_t srcOffset, uint64_t len, int peer) {
-  Step st;
-  st.sendPeer = peer;
-  st.src = src;
-  st.srcOffset = srcOffset;
-  st.count = len;
-  return st;
-}
-
-}  // namespace
-
 void buildBinomialScatter(const CollArgs& a, Schedule* s) {
   const uint64_t c = a.count, ch = a.chunkElems;
   if (a.nranks == 1) {

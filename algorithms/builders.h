@@ -57,6 +57,26 @@ inline Step localCopy(Buf src, uint64_t srcOffset, Buf dst, uint64_t dstOffset, 
   return st;
 }
 
+// A step that only receives `len` elements from `peer` into dst[dstOffset, +len).
+inline Step recvStep(int peer, Buf dst, uint64_t dstOffset, uint64_t len) {
+  Step st;
+  st.recvPeer = peer;
+  st.dst = dst;
+  st.dstOffset = dstOffset;
+  st.count = len;
+  return st;
+}
+
+// A step that only sends src[srcOffset, +len) to `peer`.
+inline Step sendStep(Buf src, uint64_t srcOffset, uint64_t len, int peer) {
+  Step st;
+  st.sendPeer = peer;
+  st.src = src;
+  st.srcOffset = srcOffset;
+  st.count = len;
+  return st;
+}
+
 // A step on elements [off, off + len) of its local buffers (src and dst at the same offset;
 // Buf::kNone and peer -1 leave a side out): value = recv(recvPeer) OP src -> dst and -> sendPeer.
 inline Step alignedStep(uint64_t off, uint64_t len, int recvPeer, Buf src, Buf dst, int sendPeer,

@@ -63,28 +63,6 @@
 #include "algorithms/builders.h"
 
 namespace mixccl::algo {
-namespace {
-
-Step recvStep(int peer, uint64_t off, uint64_t len) {
-  Step st;
-  st.recvPeer = peer;
-  st.dst = Buf::kOutput;
-  st.dstOffset = off;
-  st.count = len;
-  return st;
-}
-
-Step sendStep(Buf src, uint64_t off, uint64_t len, int peer) {
-  Step st;
-  st.sendPeer = peer;
-  st.src = src;
-  st.srcOffset = off;
-  st.count = len;
-  return st;
-}
-
-}  // namespace
-
 void buildScatterAllGatherBroadcast(const CollArgs& a, Schedule* s) {
   const int p = a.nranks;
   const uint64_t c = a.count, ch = a.chunkElems;
@@ -125,7 +103,7 @@ void buildScatterAllGatherBroadcast(const CollArgs& a, Schedule* s) {
   } else {
     const uint64_t start = pieceOff(t.v);
     forEachPieceBackwards(pieceOff(t.v + t.subtreeSize(t.v)) - start, ch, [&](uint64_t off, uint64_t len) {
-      s->steps.push_back(recvStep(t.parent(), start + off, len));
+      s->steps.push_back(recvStep(t.parent(), Buf::kOutput, start + off, len));
       sendArrived(start + off);
     });
   }
@@ -138,7 +116,8 @@ void buildScatterAllGatherBroadcast(const CollArgs& a, Schedule* s) {
     for (uint64_t off = 0; off < sLen || off < rLen; off += ch) {
       if (off < sLen)
         s->steps.push_back(sendStep(Buf::kOutput, pieceOff(sv) + off, std::min(ch, sLen - off), nextRank));
-      if (off < rLen) s->steps.push_back(recvStep(prevRank, pieceOff(rv) + off, std::min(ch, rLen - off)));
+      if (off < rLen)
+        s->steps.push_back(recvStep(prevRank, Buf::kOutput, pieceOff(rv) + off, std::min(ch, rLen - off)));
     }
   }
 
