@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 namespace mixccl::algo {
 namespace {
@@ -160,9 +161,10 @@ double predictSeconds(Algo algo, CollKind kind, int p, uint64_t nBytes, uint64_t
       // Round k sends the n_k blocks whose index has bit k set (n_k <= p/2), in chunk-sized
       // messages; ceil(log2 p) rounds one after the other.
       double t = 0;
-      for (int bit = 1; bit < p; bit <<= 1) {
-        double nk = 0;
-        for (int i = 1; i < p; ++i) nk += (i & bit) != 0 ? 1 : 0;
+      for (int64_t bit = 1; bit < p; bit <<= 1) {
+        // i in [0, p) with this bit set: `bit` per full period of 2*bit, plus the tail's share.
+        const int64_t period = 2 * bit;
+        const double nk = static_cast<double>(p / period * bit + std::max<int64_t>(0, p % period - bit));
         t += msgs(nk * n, chunk) * m.alpha + nk * n * m.beta;
       }
       return t;

@@ -76,6 +76,8 @@ enum class CollKind : uint8_t {
   kRecv = 9,
 };
 
+constexpr int kNumCollKinds = static_cast<int>(CollKind::kRecv) + 1;
+
 const char* collName(CollKind c);
 
 }  // namespace mixccl

@@ -23,6 +23,7 @@
 
 #include "algorithms/timing_sim.h"
 #include "common/result.h"
+#include "perf/common/size.h"
 #include "src/core/tuner.h"
 
 namespace mixccl::perf {
@@ -59,28 +60,6 @@ int usageError(const char* fmt, ...) {
   std::fputs(" (see simulate --help)\n", stderr);
   va_end(ap);
   return 2;
-}
-
-// "8", "1K", "512KB", "256M", "1G" -> bytes.
-std::optional<uint64_t> parseSize(const std::string& text) {
-  size_t pos = 0;
-  while (pos < text.size() && std::isdigit(static_cast<unsigned char>(text[pos]))) ++pos;
-  if (pos == 0 || pos > 15) return std::nullopt;
-  const uint64_t value = std::stoull(text.substr(0, pos));
-  std::string suffix = text.substr(pos);
-  if (!suffix.empty() && (suffix.back() == 'B' || suffix.back() == 'b')) suffix.pop_back();
-  if (suffix.empty()) return value;
-  if (suffix.size() != 1) return std::nullopt;
-  switch (std::toupper(static_cast<unsigned char>(suffix[0]))) {
-    case 'K':
-      return value << 10;
-    case 'M':
-      return value << 20;
-    case 'G':
-      return value << 30;
-    default:
-      return std::nullopt;
-  }
 }
 
 std::string sizeText(uint64_t b) {

@@ -13,6 +13,7 @@
 #include "perf/common/collective.h"
 #include "perf/common/datatypes.h"
 #include "perf/common/memory.h"
+#include "perf/common/size.h"
 
 namespace mixccl::perf {
 
@@ -48,8 +49,5 @@ struct Options {
 
 // Parses argv. On --help or a bad flag prints to stdout/stderr and returns the exit code to use.
 std::optional<int> parseOptions(const CollDesc& desc, int argc, char** argv, Options* out);
-
-// "64K" -> 65536: an integer with an optional K, M or G suffix (powers of 1024), as nccl-tests reads.
-std::optional<size_t> parseSize(const std::string& text);
 
 }  // namespace mixccl::perf

@@ -14,8 +14,6 @@ namespace {
 
 using algo::Algo;
 
-constexpr int kNumKinds = static_cast<int>(CollKind::kRecv) + 1;
-
 constexpr uint32_t bit(Algo a) { return 1u << static_cast<unsigned>(a); }
 
 // The collectives NCCL_ALGO without "coll:" governs: those NCCL itself tunes. AlltoAll, Gather
@@ -136,7 +134,7 @@ std::vector<std::string> split(const std::string& s, char sep) {
 // NCCL's list syntax, shared by NCCL_ALGO and NCCL_PROTO (see tuner.h).
 Result parsePolicy(const char* var, const std::string& value, std::vector<Entry>* out) {
   bool global = false;
-  bool named[kNumKinds] = {};
+  bool named[kNumCollKinds] = {};
   for (const std::string& raw : split(value, ';')) {
     const std::string part = normalise(raw);
     if (part.empty()) continue;
@@ -241,7 +239,7 @@ Result Tuner::configure(const std::string& algoPolicy, const std::string& protoP
       }
     }
   }
-  for (int k = 0; k < kKinds; ++k) {
+  for (int k = 0; k < kNumCollKinds; ++k) {
     const CollKind kind = static_cast<CollKind>(k);
     const uint32_t all = supported(kind);
     const Entry* e = kind == CollKind::kSend || kind == CollKind::kRecv ? nullptr : entryFor(entries, kind);
@@ -268,7 +266,7 @@ Result Tuner::configure(const std::string& algoPolicy, const std::string& protoP
 
   std::vector<Entry> protos;
   MIXCCL_TRY(parsePolicy("NCCL_PROTO", protoPolicy, &protos));
-  for (int k = 0; k < kKinds; ++k) {
+  for (int k = 0; k < kNumCollKinds; ++k) {
     const CollKind kind = static_cast<CollKind>(k);
     const Entry* e = entryFor(protos, kind);
     if (e == nullptr) continue;

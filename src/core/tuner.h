@@ -73,8 +73,7 @@ class Tuner {
   const TuneFacts& facts() const { return facts_; }
 
  private:
-  static constexpr int kKinds = static_cast<int>(CollKind::kRecv) + 1;
-  uint32_t allowed_[kKinds] = {};  // per collective, bit (1 << Algo) for each allowed algorithm
+  uint32_t allowed_[kNumCollKinds] = {};  // per collective, bit (1 << Algo) for each allowed algorithm
   std::string algoPolicy_;
   std::string protoPolicy_;
   TuneFacts facts_;
