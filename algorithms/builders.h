@@ -35,6 +35,10 @@ void buildRecursiveDoublingAllGather(const CollArgs& a, Schedule* s);
 void buildRecursiveHalvingReduceScatter(const CollArgs& a, Schedule* s);
 void buildRabenseifnerAllReduce(const CollArgs& a, Schedule* s);
 void buildScatterAllGatherBroadcast(const CollArgs& a, Schedule* s);
+void buildOneShotAllReduce(const CollArgs& a, Schedule* s);
+void buildOrderedAllReduce(const CollArgs& a, Schedule* s);
+void buildOrderedReduceScatter(const CollArgs& a, Schedule* s);
+void buildOrderedReduce(const CollArgs& a, Schedule* s);
 
 // Calls f(offset, len) for consecutive pieces of [0, count), each at most `chunk` long.
 template <class F>
@@ -91,6 +95,22 @@ inline Step alignedStep(uint64_t off, uint64_t len, int recvPeer, Buf src, Buf d
   st.count = len;
   st.finalize = finalize;
   return st;
+}
+
+// A multi-source step (schedule.h): dst[dstOffset, +len) = post?( Scratch slot 0 OP slot 1 OP
+// ... OP slot n-1 ), slot q being Scratch[scratchOffset + q * stride, +len): the fold over n
+// ranks' values in rank order when slot q holds rank q's.
+inline void appendRankOrderFold(Schedule* s, uint64_t scratchOffset, uint64_t stride, int n, Buf dst,
+                                uint64_t dstOffset, uint64_t len, bool finalize) {
+  Step st;
+  st.sourceFirst = static_cast<uint32_t>(s->operands.size());
+  st.sourceCount = static_cast<uint32_t>(n);
+  for (int q = 0; q < n; ++q) s->operands.push_back(Operand{Buf::kScratch, scratchOffset + q * stride});
+  st.dst = dst;
+  st.dstOffset = dstOffset;
+  st.count = len;
+  st.finalize = finalize;
+  s->steps.push_back(st);
 }
 
 // The closing token of a collective whose root only sends (schedule.h): the rank before the root

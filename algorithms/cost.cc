@@ -173,6 +173,17 @@ double predictSeconds(Algo algo, CollKind kind, int p, uint64_t nBytes, uint64_t
       return halvingReduceScatter(P, n, chunk, m);
     case Algo::kRabenseifner:
       return rabenseifner(P, n, chunk, m);
+    case Algo::kOneShot:
+      // One hop, but every rank sends its n bytes to p-1 peers, receives as many, and folds them.
+      return (P - 1) * (msgs(n, chunk) * m.alpha + n * m.beta + n * m.gamma);
+    case Algo::kOrdered: {
+      // ordered_reduce.cc: the owner of each element receives p-1 operands, one message per peer
+      // and round, and folds them (AllReduce: blocks of n/p, then as many bytes gathered back;
+      // ReduceScatter: blocks of n; Reduce: the root owns all n bytes).
+      const double block = kind == CollKind::kAllReduce ? n / P : n;
+      const double one = (P - 1) * (msgs(block, chunk) * m.alpha + block * m.beta);
+      return (kind == CollKind::kAllReduce ? 2 * one : one) + (P - 1) * block * m.gamma;
+    }
     default:  // algorithms whose builders have not landed yet
       break;
   }

@@ -80,6 +80,8 @@ const char* algoName(Algo a) {
       return "scatter-allgather";
     case Algo::kDoubleBinaryTree:
       return "double-binary-tree";
+    case Algo::kOrdered:
+      return "ordered";
   }
   return "?";
 }
@@ -100,6 +102,10 @@ bool algoSupports(Algo algo, CollKind kind) {
       return kind == CollKind::kAllReduce;
     case Algo::kScatterAllGather:
       return kind == CollKind::kBroadcast;
+    case Algo::kOneShot:
+      return kind == CollKind::kAllReduce;
+    case Algo::kOrdered:
+      return kind == CollKind::kAllReduce || kind == CollKind::kReduceScatter || kind == CollKind::kReduce;
     default:
       return false;
   }
@@ -109,6 +115,7 @@ Result buildSchedule(const CollArgs& a, Schedule* out) {
   if (out == nullptr) return fail(Result::kInternalError, "buildSchedule called without an output schedule");
   out->steps.clear();
   out->scratchElems = 0;
+  out->operands.clear();
   const unsigned kind = static_cast<unsigned>(a.kind);
   if (kind > static_cast<unsigned>(CollKind::kRecv)) {
     return fail(Result::kInvalidArgument, "unknown collective kind %u", kind);
@@ -146,6 +153,10 @@ Result buildSchedule(const CollArgs& a, Schedule* out) {
         buildRecursiveDoublingAllReduce(a, out);
       } else if (algo == Algo::kRabenseifner) {
         buildRabenseifnerAllReduce(a, out);
+      } else if (algo == Algo::kOneShot) {
+        buildOneShotAllReduce(a, out);
+      } else if (algo == Algo::kOrdered) {
+        buildOrderedAllReduce(a, out);
       } else {
         buildRingAllReduce(a, out);
       }
@@ -162,6 +173,8 @@ Result buildSchedule(const CollArgs& a, Schedule* out) {
     case CollKind::kReduce:
       if (algo == Algo::kBinomialTree) {
         buildBinomialReduce(a, out);
+      } else if (algo == Algo::kOrdered) {
+        buildOrderedReduce(a, out);
       } else {
         buildRingReduce(a, out);
       }
@@ -176,6 +189,8 @@ Result buildSchedule(const CollArgs& a, Schedule* out) {
     case CollKind::kReduceScatter:
       if (algo == Algo::kRecursiveHalving) {
         buildRecursiveHalvingReduceScatter(a, out);
+      } else if (algo == Algo::kOrdered) {
+        buildOrderedReduceScatter(a, out);
       } else {
         buildRingReduceScatter(a, out);
       }

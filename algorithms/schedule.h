@@ -20,6 +20,12 @@
 //    if finalize: value = post(value)         (integer average: divide once by nranks)
 //    value -> send(sendPeer) and/or value -> dst
 // which covers Send, Recv, RecvReduce, RecvReduceSend, RecvReduceCopySend, RecvCopySend, Copy.
+// A multi-source step (Step::sourceCount >= 2) is the LocalReduce of the vocabulary: no message
+// in, several local operands folded left to right in the order the schedule lists them,
+//    value = ((o[0] OP o[1]) OP o[2]) ... OP o[k-1]        then finalize, send and/or dst as above
+// rounded to the datatype after every OP as each backend's reduce() does. Listing the operands
+// in rank order gives a reduction whose rounding depends on nothing but the ranks' inputs: the
+// deterministic algorithms (one-shot, ordered) are built on it.
 // A schedule's steps run strictly in order on each rank; messages between a pair of ranks on one
 // lane are delivered in order, so step i's recv matches the peer's i-th send to this rank.
 // Deadlock freedom therefore rests on each schedule never waiting for a message that the sender
@@ -33,6 +39,11 @@
 // own last step. A root that only sent could not tell whether its peers agreed on the root (two
 // ranks that each pass themselves as root would both return with their own data); waiting for
 // that peer's token makes it read a message of that peer's operation, so the stamps are compared.
+//
+// Operands of a multi-source step (checked by the simulator): reductions only; no recvPeer and no
+// src; every operand is `count` elements of Output or Scratch - never Input, because pre() is
+// applied where Input is read (a rank copies its own input in with a one-operand step first) -
+// and none overlaps dst, which the engine uses as the accumulator.
 //
 // Guarantees every schedule built here gives the engine (checked by algorithms/sim.h)
 //  - count > 0 on every step but tokens; a step that sends or receives has count <= chunkElems.
@@ -83,8 +94,15 @@ enum class Algo : uint8_t {
   kBruck,              // AlltoAll (and the logarithmic AllGather/ReduceScatter): ceil(log2 p) rounds
   kScatterAllGather,   // Broadcast (van de Geijn): scatter from the root, then a ring all-gather
   kDoubleBinaryTree,   // AllReduce: two binary trees, each reducing and broadcasting half the data
+  // AllReduce, ReduceScatter, Reduce: every element's operands gathered to the rank that owns it
+  // and folded in rank order (deterministic: the rounding depends only on the inputs)
+  kOrdered,
 };
-constexpr int kNumAlgos = 12;
+constexpr int kNumAlgos = 13;
+
+// Whether `algo` reduces every element as the left fold over ranks 0..p-1 in rank order, so that
+// its results are bitwise the same as every other such algorithm's (MIXCCL_DETERMINISTIC).
+inline bool algoIsOrdered(Algo a) { return a == Algo::kOneShot || a == Algo::kOrdered; }
 
 const char* algoName(Algo a);
 // Whether buildSchedule() has a builder for `kind` under `algo` (kDefault: always).
@@ -99,6 +117,16 @@ struct Step {
   uint64_t dstOffset = 0;
   uint64_t count = 0;     // elements in the message / regions (> 0)
   bool finalize = false;  // this step produces the final reduced value of its elements: apply post()
+  // Multi-source steps: Schedule::operands[sourceFirst, sourceFirst + sourceCount) when
+  // sourceCount >= 2 (src is then kNone); 0 for every other step.
+  uint32_t sourceFirst = 0;
+  uint32_t sourceCount = 0;
+};
+
+// One operand of a multi-source step: `count` elements (the step's) of `buf` from `offset`.
+struct Operand {
+  Buf buf = Buf::kNone;
+  uint64_t offset = 0;
 };
 
 // What a collective call means, in the terms of NCCL's API (counts as the user passed them).
@@ -122,7 +150,8 @@ inline bool isToken(const Step& s) {
 
 struct Schedule {
   std::vector<Step> steps;
-  uint64_t scratchElems = 0;  // size of Buf::kScratch for this rank (0: the schedule uses none)
+  uint64_t scratchElems = 0;      // size of Buf::kScratch for this rank (0: the schedule uses none)
+  std::vector<Operand> operands;  // of the multi-source steps, each step's in fold order
 };
 
 // Builds this rank's schedule for `args`. Fails with kInvalidArgument on impossible arguments

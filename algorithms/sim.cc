@@ -18,8 +18,9 @@ struct ActorState {
   bool checked = false;  // steps[next] passed the shape and bounds checks
   uint64_t srcBase = 0;  // arena index of steps[next]'s src / dst (valid when checked)
   uint64_t dstBase = 0;
-  std::vector<uint8_t> written;  // per arena cell: some step already wrote it
-  uint64_t clock = 0;            // when this rank is free again, in hops (SimStats::criticalHops)
+  std::vector<uint64_t> operandBases;  // arena index of each operand of a multi-source steps[next]
+  std::vector<uint8_t> written;        // per arena cell: some step already wrote it
+  uint64_t clock = 0;                  // when this rank is free again, in hops (SimStats::criticalHops)
 };
 
 const char* bufName(Buf b) {
@@ -129,7 +130,19 @@ class Simulator {
       return fail(Result::kInvalidUsage, "rank %d step %zu: peer (recv %d, send %d) outside [0, %d)", a.rank, idx,
                   s.recvPeer, s.sendPeer, opt_.nranks);
     }
-    const bool hasIn = s.recvPeer >= 0 || s.src != Buf::kNone;
+    if (s.sourceCount > 0) {
+      if (s.sourceCount < 2 || !opt_.reduction || s.recvPeer >= 0 || s.src != Buf::kNone) {
+        return fail(Result::kInvalidUsage,
+                    "rank %d step %zu: a multi-source step needs >= 2 operands, a reduction, no message in and no src "
+                    "(it has %u operands, recv %d, src %s)",
+                    a.rank, idx, s.sourceCount, s.recvPeer, bufName(s.src));
+      }
+      if (static_cast<uint64_t>(s.sourceFirst) + s.sourceCount > a.schedule.operands.size()) {
+        return fail(Result::kInvalidUsage, "rank %d step %zu: operands [%u, +%u) outside the schedule's %zu", a.rank,
+                    idx, s.sourceFirst, s.sourceCount, a.schedule.operands.size());
+      }
+    }
+    const bool hasIn = s.recvPeer >= 0 || s.src != Buf::kNone || s.sourceCount > 0;
     const bool hasOut = s.sendPeer >= 0 || s.dst != Buf::kNone;
     if ((!hasIn || !hasOut) && !isToken(s)) {
       return fail(Result::kInvalidUsage, "rank %d step %zu has no %s", a.rank, idx, hasIn ? "destination" : "source");
@@ -146,6 +159,38 @@ class Simulator {
     return Result::kSuccess;
   }
 
+  // The operands of a multi-source step: inside their buffers, never Input, apart from dst.
+  Result locateOperands(const SimActor& a, size_t idx, const Step& s, ActorState* as) {
+    as->operandBases.clear();
+    for (uint32_t k = 0; k < s.sourceCount; ++k) {
+      const Operand& o = a.schedule.operands[s.sourceFirst + k];
+      if (o.buf == Buf::kInput || o.buf == Buf::kNone) {
+        return fail(Result::kInvalidUsage, "rank %d step %zu: operand %u is %s (Output or Scratch only)", a.rank, idx,
+                    k, bufName(o.buf));
+      }
+      uint64_t base = 0;
+      MIXCCL_TRY(locate(a, idx, o.buf, o.offset, s.count, &base));
+      if (s.dst != Buf::kNone && base < as->dstBase + s.count && as->dstBase < base + s.count) {
+        return fail(Result::kInvalidUsage, "rank %d step %zu: operand %u overlaps %s, the accumulator", a.rank, idx, k,
+                    bufName(s.dst));
+      }
+      as->operandBases.push_back(base);
+    }
+    return Result::kSuccess;
+  }
+
+  // Element i of a multi-source step's value: the left fold of its operands.
+  SimCell fold(const SimActor& a, const ActorState& as, uint64_t i) const {
+    SimCell v = a.arena[as.operandBases[0] + i];
+    for (size_t k = 1; k < as.operandBases.size(); ++k) {
+      const SimCell& c = a.arena[as.operandBases[k] + i];
+      v.value = opt_.op == SimOp::kSum ? v.value + c.value : std::max(v.value, c.value);
+      v.contributions += c.contributions;
+      v.finalized += c.finalized;
+    }
+    return v;
+  }
+
   Result tryStep(size_t ai, bool* ran) {
     SimActor& a = actors_[ai];
     ActorState& as = state_[ai];
@@ -160,6 +205,7 @@ class Simulator {
         return fail(Result::kInvalidUsage, "rank %d step %zu: %s and %s overlap partially", a.rank, idx, bufName(s.src),
                     bufName(s.dst));
       }
+      MIXCCL_TRY(locateOperands(a, idx, s, &as));
       as.checked = true;
     }
     const uint64_t srcBase = as.srcBase, dstBase = as.dstBase;
@@ -187,7 +233,10 @@ class Simulator {
     for (uint64_t i = 0; i < s.count; ++i) {
       SimCell v;
       bool have = false;
-      if (s.src != Buf::kNone) {
+      if (s.sourceCount > 0) {
+        v = fold(a, as, i);
+        have = true;
+      } else if (s.src != Buf::kNone) {
         const uint64_t cell = srcBase + i;
         v = a.arena[cell];
         if (s.src == Buf::kInput) {

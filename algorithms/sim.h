@@ -18,13 +18,15 @@
 //
 // Values. A cell carries an int64 value plus bookkeeping that makes mistakes visible:
 //  - `contributions`: how many rank inputs went into the value. Reading Input inside a reduction
-//    is where the engine applies pre(), so it adds one; combining adds the two counts.
+//    is where the engine applies pre(), so it adds one; combining adds the two counts (a
+//    multi-source step adds all of its operands').
 //  - `finalized`: how many times post() (finalize) was applied along the way; must end at 1 for
 //    reduction results and 0 otherwise.
 // The simulator also fails on: a received message whose size differs from the step's count; a
 // step out of its buffer bounds or with a bad peer; a reduction-less step that has both a message
 // and a local source (the engine would ignore one) or sets finalize; source and destination that
-// overlap partially; reading Input memory after an earlier step wrote it (an in-place hazard);
+// overlap partially; a multi-source step with a message, a src, an Input operand or an operand
+// overlapping its dst; reading Input memory after an earlier step wrote it (an in-place hazard);
 // messages left in a FIFO at the end.
 //
 // Threading: none; one call runs to completion. Errors are reported as Result + lastError().

@@ -69,6 +69,10 @@ constexpr KnobDecl kTable[] = {
      "platform:device indexes (as clinfo -l lists them) of the device the OpenCL backend uses"},
     {Knob::kOpenclSvm, "MIXCCL_OPENCL_SVM", Type::kString, "coarse",
      "SVM kind of device buffers the OpenCL backend allocates: coarse or fine (fine needs device support)"},
+    {Knob::kDeterministic, "MIXCCL_DETERMINISTIC", Type::kBool, "0",
+     "1 = AllReduce, ReduceScatter and Reduce fold every element over ranks 0..p-1 in rank order: bitwise the same "
+     "result whatever the algorithm, size, chunking or transport (docs/TUNING.md has the cost); the same on every "
+     "rank"},
 };
 static_assert(std::size(kTable) == static_cast<size_t>(Knob::kCount_), "every knob needs a table row");
 

@@ -35,6 +35,7 @@ enum class Knob : int {
   kDeviceBackend,
   kOpenclDevice,  // MIXCCL_OPENCL_DEVICE (platform:device of the OpenCL backend)
   kOpenclSvm,     // MIXCCL_OPENCL_SVM (coarse or fine: the SVM kind ncclMemAlloc returns)
+  kDeterministic,  // MIXCCL_DETERMINISTIC (reductions fold in rank order, bitwise reproducible)
   kCount_
 };
 

@@ -249,6 +249,7 @@ Result Communicator::configureTuner(size_t slotBytes) {
   }
   facts.shm = facts.nhosts == 1 && everyRankShm;
   facts.chunkBytes = slotBytes;
+  facts.deterministic = config::getBool(config::Knob::kDeterministic);
   return tuner_.configure(config::getString(config::Knob::kAlgo), config::getString(config::Knob::kProto), facts);
 }
 

@@ -36,6 +36,27 @@ char* bufferAt(const Op& op, algo::Buf buf, uint64_t offset) {
   return nullptr;
 }
 
+// A multi-source step (schedule.h): the left fold of its operands in the listed order, kept in
+// dst (or, when the step only sends, in the slot); the last combine stores to both when it has
+// both. Operands never overlap dst and are never Input, so no pre() and no aliasing here.
+Result foldOperands(const Op& op, const algo::Step& s, void* dst, void* slot) {
+  DeviceBackend* dev = op.comm->backend();
+  const algo::Operand* o = &op.schedule.operands[s.sourceFirst];
+  void* acc = dst != nullptr ? dst : slot;
+  const void* a = bufferAt(op, o[0].buf, o[0].offset);
+  for (uint32_t k = 1; k < s.sourceCount; ++k) {
+    const void* b = bufferAt(op, o[k].buf, o[k].offset);
+    const bool last = k + 1 == s.sourceCount;
+    if (last && dst != nullptr && slot != nullptr) {
+      MIXCCL_TRY(dev->reduceDual(dst, slot, a, b, s.count, op.spec, false, s.finalize, op.queue));
+    } else {
+      MIXCCL_TRY(dev->reduce(acc, a, b, s.count, op.spec, false, last && s.finalize, op.queue));
+    }
+    a = acc;
+  }
+  return Result::kSuccess;
+}
+
 }  // namespace
 
 void Stream::noteSend(SendConnection* c) {
@@ -128,7 +149,9 @@ Result Stream::tryStep(Op& op, const algo::Step& s) {
   DeviceBackend* dev = comm.backend();
   const bool deviceWork = primary != nullptr && bytes > 0;
   if (deviceWork) {
-    if (op.reduction) {
+    if (s.sourceCount > 0) {
+      MIXCCL_TRY(foldOperands(op, s, dst, slot));
+    } else if (op.reduction) {
       // pre() applies only to this rank's own input (see ReduceSpec).
       bool pre = src != nullptr && s.src == algo::Buf::kInput;
       const void* a = in != nullptr && src != nullptr ? in : nullptr;

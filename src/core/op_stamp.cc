@@ -94,8 +94,8 @@ Result stampMismatch(const Op& op, uint64_t theirs, int peer) {
              static_cast<unsigned long long>(op.count));
   } else {
     snprintf(what, sizeof(what),
-             "rank %d runs it with the %s algorithm where this rank chose %s: NCCL_ALGO (or NCCL_PROTO) differs "
-             "between the ranks; set it the same everywhere",
+             "rank %d runs it with the %s algorithm where this rank chose %s: NCCL_ALGO, NCCL_PROTO or "
+             "MIXCCL_DETERMINISTIC differs between the ranks; set them the same everywhere",
              peer, algoText(b.algo), algoText(a.algo));
   }
   return fail(Result::kInvalidUsage,

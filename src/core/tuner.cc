@@ -19,6 +19,10 @@ constexpr uint32_t bit(Algo a) { return 1u << static_cast<unsigned>(a); }
 // The collectives NCCL_ALGO without "coll:" governs: those NCCL itself tunes. AlltoAll, Gather
 // and Scatter are point-to-point patterns in NCCL, untouched by its NCCL_ALGO; here they follow
 // only entries that name them, so NCCL_ALGO=Ring does not leave them without an algorithm.
+bool reducesValues(CollKind k) {
+  return k == CollKind::kAllReduce || k == CollKind::kReduce || k == CollKind::kReduceScatter;
+}
+
 bool globalListApplies(CollKind k) {
   return k == CollKind::kAllReduce || k == CollKind::kBroadcast || k == CollKind::kReduce ||
          k == CollKind::kAllGather || k == CollKind::kReduceScatter;
@@ -224,6 +228,34 @@ algo::LinkModel linkModel(const TuneFacts& facts) {
   return m;
 }
 
+// The algorithms an unrestricted choice considers among `mask`: not the ordered reduction, whose
+// point is its rounding, not its speed (unless MIXCCL_DETERMINISTIC, or asked for by name), and one-shot
+// only where every rank shares memory. Never empties a non-empty mask.
+uint32_t Tuner::autoChoices(CollKind kind, uint32_t mask) const {
+  uint32_t narrowed = facts_.deterministic ? mask : mask & ~bit(Algo::kOrdered);
+  if (!facts_.shm) narrowed &= ~bit(Algo::kOneShot);
+  (void)kind;
+  return narrowed != 0 ? narrowed : mask;
+}
+
+// MIXCCL_DETERMINISTIC: a reducing collective keeps only algorithms that fold in rank order. If
+// the policy allows none of them, determinism wins over NCCL_ALGO (the policy is a preference
+// about speed; determinism is about the bits of the result), and the init log says so.
+uint32_t Tuner::keepDeterministic(CollKind kind, uint32_t mask) const {
+  if (!facts_.deterministic || !reducesValues(kind)) return mask;
+  uint32_t ordered = 0;
+  for (int a = 1; a < algo::kNumAlgos; ++a) {
+    const Algo al = static_cast<Algo>(a);
+    if (algo::algoIsOrdered(al) && algo::algoSupports(al, kind)) ordered |= bit(al);
+  }
+  if ((mask & ordered) != 0) return mask & ordered;
+  MIXCCL_WARN(
+      "MIXCCL_DETERMINISTIC=1: %s folds in rank order with %s; NCCL_ALGO=\"%s\" allows only %s, which "
+      "reduce in another order, so it is not followed for %s",
+      collName(kind), namesOf(ordered).c_str(), algoPolicy_.c_str(), namesOf(mask).c_str(), collName(kind));
+  return ordered;
+}
+
 Result Tuner::configure(const std::string& algoPolicy, const std::string& protoPolicy, const TuneFacts& facts) {
   algoPolicy_ = algoPolicy;
   protoPolicy_ = protoPolicy;
@@ -244,7 +276,7 @@ Result Tuner::configure(const std::string& algoPolicy, const std::string& protoP
     const uint32_t all = supported(kind);
     const Entry* e = kind == CollKind::kSend || kind == CollKind::kRecv ? nullptr : entryFor(entries, kind);
     if (e == nullptr) {
-      allowed_[k] = all;
+      allowed_[k] = keepDeterministic(kind, autoChoices(kind, all));
       continue;
     }
     uint32_t listed = 0;
@@ -253,7 +285,7 @@ Result Tuner::configure(const std::string& algoPolicy, const std::string& protoP
       (void)lookupAlgo(n, kind, &mask);
       listed |= mask;
     }
-    allowed_[k] = e->exclude ? all & ~listed : listed;
+    allowed_[k] = keepDeterministic(kind, e->exclude ? autoChoices(kind, all & ~listed) : listed);
     if (allowed_[k] == 0 && e->hasColl) {
       return fail(Result::kInvalidArgument, "NCCL_ALGO=\"%s\" leaves %s with no algorithm; %s runs with: %s",
                   algoPolicy.c_str(), collName(kind), collName(kind), namesOf(all).c_str());

@@ -13,6 +13,12 @@
 // started with a different policy gets a different algorithm; the algorithm travels in the
 // operation stamp (op_stamp.h), so that shows as a clear mismatch error, never as wrong data.
 //
+// With MIXCCL_DETERMINISTIC=1 (checked equal on every rank through the stamp, like the policy),
+// AllReduce, ReduceScatter and Reduce choose only among the algorithms that fold every element in
+// rank order (one-shot, ordered), so their bits depend on the inputs alone; a policy that allows
+// none of those is overridden for them, with a warning at init. Without it, the ordered algorithm
+// is chosen only by name, and one-shot only among ranks that share memory.
+//
 // The choice minimises algo::predictSeconds() (alpha-beta-gamma, algorithms/cost.h) over the
 // algorithms the collective has and the policy allows; docs/TUNING.md gives the constants and
 // where they were measured.
@@ -46,6 +52,8 @@ struct TuneFacts {
   int nhosts = 1;
   bool shm = true;  // every pair talks over shared memory
   uint64_t chunkBytes = 512 * 1024;
+  // MIXCCL_DETERMINISTIC: reductions fold in rank order (algo::algoIsOrdered), whatever the size.
+  bool deterministic = false;
 };
 
 // Alpha-beta-gamma constants of a link kind (docs/TUNING.md says where they come from).
@@ -73,6 +81,9 @@ class Tuner {
   const TuneFacts& facts() const { return facts_; }
 
  private:
+  uint32_t autoChoices(CollKind kind, uint32_t mask) const;
+  uint32_t keepDeterministic(CollKind kind, uint32_t mask) const;
+
   uint32_t allowed_[kNumCollKinds] = {};  // per collective, bit (1 << Algo) for each allowed algorithm
   std::string algoPolicy_;
   std::string protoPolicy_;

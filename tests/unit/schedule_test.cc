@@ -215,6 +215,21 @@ uint64_t expectedSent(const Case& c, int rank) {
     if (rank < 2 * rem && rank % 2 == 0) return cnt;                // folded: its Input, once
     return (floorLog2(c.nranks) + (rank < 2 * rem ? 1 : 0)) * cnt;  // rounds (+ the unfold)
   }
+  if (c.algo == Algo::kOneShot) return (n - 1) * cnt;  // its Input to every other rank
+  if (c.algo == Algo::kOrdered) {
+    switch (c.kind) {
+      case CollKind::kReduceScatter:  // every block but its own, to its owner
+        return (n - 1) * cnt;
+      case CollKind::kReduce:  // its Input to the root
+        return root ? 0 : cnt;
+      case CollKind::kAllReduce: {  // every block but its own, then its own to every other rank
+        const uint64_t own = cnt / n + (static_cast<uint64_t>(rank) < cnt % n ? 1 : 0);
+        return (cnt - own) + (n - 1) * own;
+      }
+      default:
+        return ~0ull;
+    }
+  }
   if (c.algo == Algo::kBinomialTree) {
     // Children of v = (rank - root) mod n: v + c for the powers of two c below v's lowest set bit
     // (below n for the root) with v + c < n.
@@ -301,6 +316,13 @@ ScratchWant expectedScratch(const Case& c, int rank) {
     return {std::max((n + 1) / 2 * c.count, c.chunk), false};
   }
   if (c.algo == Algo::kBruck) return {n / 2 * c.count, false};  // the blocks of one round
+  // One slot per rank for a piece of the block a rank folds (ordered Reduce: only the root).
+  if (c.algo == Algo::kOneShot) return {n * std::min(c.count, c.chunk)};
+  if (c.algo == Algo::kOrdered) {
+    if (c.kind == CollKind::kReduce && rank != c.root) return {};
+    const uint64_t block = c.kind == CollKind::kAllReduce ? (c.count + n - 1) / n : c.count;
+    return {n * std::min(block, c.chunk)};
+  }
   return {};
 }
 
@@ -447,6 +469,61 @@ TEST(ScheduleMatrix, AllGatherRecursiveDoubling) { runMatrix(CollKind::kAllGathe
 TEST(ScheduleMatrix, AllReduceRabenseifner) { runMatrix(CollKind::kAllReduce, Algo::kRabenseifner); }
 TEST(ScheduleMatrix, ReduceScatterRecursiveHalving) { runMatrix(CollKind::kReduceScatter, Algo::kRecursiveHalving); }
 TEST(ScheduleMatrix, BroadcastScatterAllGather) { runMatrix(CollKind::kBroadcast, Algo::kScatterAllGather); }
+TEST(ScheduleMatrix, AllReduceOneShot) { runMatrix(CollKind::kAllReduce, Algo::kOneShot); }
+TEST(ScheduleMatrix, AllReduceOrdered) { runMatrix(CollKind::kAllReduce, Algo::kOrdered); }
+TEST(ScheduleMatrix, ReduceScatterOrdered) { runMatrix(CollKind::kReduceScatter, Algo::kOrdered); }
+TEST(ScheduleMatrix, ReduceOrdered) { runMatrix(CollKind::kReduce, Algo::kOrdered); }
+
+// The algorithms that fold in rank order (one-shot, ordered) at every rank count from 1 to 33,
+// counts below, at and above the rank count, several chunkings, in and out of place, FIFO depth
+// 1, sum and max, every Reduce root up to 9 ranks.
+TEST(ScheduleMatrix, OrderedAlgorithmsAtEveryRankCount) {
+  const std::pair<CollKind, Algo> kAlgos[] = {
+      {CollKind::kAllReduce, Algo::kOneShot},
+      {CollKind::kAllReduce, Algo::kOrdered},
+      {CollKind::kReduceScatter, Algo::kOrdered},
+      {CollKind::kReduce, Algo::kOrdered},
+  };
+  for (int n = 1; n <= 33; ++n) {
+    for (const auto& [kind, algo] : kAlgos) {
+      std::vector<int> roots{0};
+      if (kind == CollKind::kReduce) roots = n <= 9 ? std::vector<int>{} : std::vector<int>{0, n / 2, n - 1};
+      for (int r = 0; kind == CollKind::kReduce && n <= 9 && r < n; ++r) roots.push_back(r);
+      for (uint64_t count : std::vector<uint64_t>{1, 3, static_cast<uint64_t>(n), 37}) {
+        for (uint64_t chunk : {1ull, 4ull, 64ull}) {
+          for (int root : roots) {
+            for (bool inPlace : {false, true}) {
+              for (SimOp op : {SimOp::kSum, SimOp::kMax}) {
+                Case c{kind, n, count, chunk, root, inPlace, 1, op, algo};
+                ASSERT_EQ(runCase(c), "") << c.str();
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// Critical paths of the ordered forms with one piece. The simulator charges a hop per send, and
+// a rank of one-shot sends p-1 messages in a row (they travel at once on shared memory; the hop
+// count is the model's, a latency of one message plus p-1 sends), then waits for the last of
+// its p-1 messages; the ordered all-reduce does that twice (its reduction, then its gather).
+TEST(ScheduleMatrix, OrderedAlgorithmsHops) {
+  for (int n = 2; n <= 33; ++n) {
+    const uint64_t p = n;
+    SimStats st;
+    Case one{CollKind::kAllReduce, n, 1, 64, 0, false, 1, SimOp::kSum, Algo::kOneShot};
+    ASSERT_EQ(runCase(one, &st), "") << one.str();
+    EXPECT_EQ(st.criticalHops, p - 1) << one.str();
+    Case rs{CollKind::kReduceScatter, n, 1, 64, 0, false, 1, SimOp::kSum, Algo::kOrdered};
+    ASSERT_EQ(runCase(rs, &st), "") << rs.str();
+    EXPECT_EQ(st.criticalHops, p - 1) << rs.str();
+    Case ar{CollKind::kAllReduce, n, p, 64, 0, false, 1, SimOp::kSum, Algo::kOrdered};
+    ASSERT_EQ(runCase(ar, &st), "") << ar.str();
+    EXPECT_EQ(st.criticalHops, 2 * (p - 1)) << ar.str();
+  }
+}
 
 // Every rank count from 1 to 33 (powers of two, one above and one below them), both new
 // algorithms, a few counts and chunkings, FIFO depth 1.

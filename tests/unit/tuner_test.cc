@@ -61,7 +61,8 @@ TEST(Tuner, TheChoiceIsTheCheapestCandidateOfTheModel) {
     ASSERT_EQ(t.choose(CollKind::kAllReduce, count, DataType::kFloat32, &c), Result::kSuccess);
     for (int g = 1; g < algo::kNumAlgos; ++g) {
       const Algo a = static_cast<Algo>(g);
-      if (!algo::algoSupports(a, CollKind::kAllReduce)) continue;
+      // The ordered algorithm is chosen only by name or in deterministic mode.
+      if (!algo::algoSupports(a, CollKind::kAllReduce) || a == Algo::kOrdered) continue;
       const double cost = algo::predictSeconds(a, CollKind::kAllReduce, 5, count * 4, f.chunkBytes, linkModel(f));
       EXPECT_LE(c.seconds, cost) << count << " " << algo::algoName(a);
     }
@@ -128,9 +129,54 @@ TEST(Tuner, BadAlgorithmPoliciesAreRefusedNamingTheValidChoices) {
   EXPECT_EQ(t.configure("allgather:binomial-tree", "", twoRanksShm()), Result::kInvalidArgument);
   EXPECT_TRUE(contains(lastError(), "leaves AllGather with no algorithm") && contains(lastError(), "ring"))
       << lastError();
-  EXPECT_EQ(
-      t.configure("allreduce:^ring,recursive-doubling,rabenseifner,one-shot,double-binary-tree", "", twoRanksShm()),
-      Result::kInvalidArgument);
+  EXPECT_EQ(t.configure("allreduce:^ring,recursive-doubling,rabenseifner,one-shot,double-binary-tree,ordered", "",
+                        twoRanksShm()),
+            Result::kInvalidArgument);
+}
+
+// MIXCCL_DETERMINISTIC: the reducing collectives choose only among the algorithms that fold in
+// rank order, whatever the policy says (a policy naming none of them is overridden, with a
+// warning); the other collectives are untouched. Without it, the ordered algorithm runs only when
+// named, and one-shot only among ranks that share memory.
+TEST(Tuner, DeterministicModeKeepsTheRankOrderFolds) {
+  TuneFacts f = twoRanksShm();
+  f.nranks = 7;
+  f.deterministic = true;
+  for (const char* policy : {"", "Ring", "allreduce:recursive-doubling;reduce:binomial-tree", "allreduce:^one-shot",
+                             "Tree", "allreduce:one-shot"}) {
+    Tuner t;
+    ASSERT_EQ(t.configure(policy, "", f), Result::kSuccess) << policy << ": " << lastError();
+    for (CollKind k : {CollKind::kAllReduce, CollKind::kReduceScatter, CollKind::kReduce}) {
+      for (uint64_t count : {1ull, 1000ull, 1ull << 26}) {
+        EXPECT_TRUE(algo::algoIsOrdered(chosen(t, k, count))) << policy << " " << collName(k) << " " << count;
+      }
+    }
+    if (std::string(policy) == "allreduce:one-shot")
+      EXPECT_EQ(chosen(t, CollKind::kAllReduce, 1 << 26), Algo::kOneShot);
+    if (std::string(policy) == "allreduce:^one-shot") EXPECT_EQ(chosen(t, CollKind::kAllReduce, 1), Algo::kOrdered);
+  }
+  Tuner t;
+  ASSERT_EQ(t.configure("Ring", "", f), Result::kSuccess);
+  EXPECT_EQ(chosen(t, CollKind::kBroadcast, 8), Algo::kRing);
+  EXPECT_EQ(chosen(t, CollKind::kAllGather, 8), Algo::kRing);
+  // Small all-reduces fold everything at once; large ones spread the folding over the ranks.
+  ASSERT_EQ(t.configure("", "", f), Result::kSuccess);
+  EXPECT_EQ(chosen(t, CollKind::kAllReduce, 2), Algo::kOneShot);
+  EXPECT_EQ(chosen(t, CollKind::kAllReduce, 1 << 24), Algo::kOrdered);
+
+  f.deterministic = false;
+  ASSERT_EQ(t.configure("", "", f), Result::kSuccess);
+  for (uint64_t count : {1ull, 1000ull, 1ull << 26}) {
+    EXPECT_NE(chosen(t, CollKind::kReduceScatter, count), Algo::kOrdered) << count;
+    EXPECT_NE(chosen(t, CollKind::kAllReduce, count), Algo::kOrdered) << count;
+  }
+  ASSERT_EQ(t.configure("reducescatter:ordered", "", f), Result::kSuccess);
+  EXPECT_EQ(chosen(t, CollKind::kReduceScatter, 8), Algo::kOrdered);
+  f.shm = false;
+  ASSERT_EQ(t.configure("", "", f), Result::kSuccess);
+  EXPECT_NE(chosen(t, CollKind::kAllReduce, 1), Algo::kOneShot);
+  ASSERT_EQ(t.configure("allreduce:one-shot", "", f), Result::kSuccess);
+  EXPECT_EQ(chosen(t, CollKind::kAllReduce, 1), Algo::kOneShot);
 }
 
 // As in NCCL, a list for every collective that leaves one with nothing fails that collective's
