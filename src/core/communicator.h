@@ -35,6 +35,7 @@
 #include "src/core/bootstrap.h"
 #include "src/core/hang_report.h"
 #include "src/core/peer_info.h"
+#include "src/core/plan_cache.h"
 #include "src/core/tuner.h"
 #include "src/device/device_backend.h"
 #include "transports/transport.h"
@@ -92,6 +93,7 @@ class Communicator {
   bool deviceOnHostCores() const { return deviceOnHostCores_; }
   // Which algorithm each collective runs with (tuner.h); configured at init, read-only after.
   const Tuner& tuner() const { return tuner_; }
+  PlanCache& plans() { return plans_; }
 
   // The connection of `lane` to/from `peer`, created on first use (never blocks).
   Result sendConnection(int peer, int lane, SendConnection** out);
@@ -197,6 +199,7 @@ class Communicator {
   int localRanks_ = 1;
   bool deviceOnHostCores_ = false;
   Tuner tuner_;
+  PlanCache plans_;
   CommOptions options_;
   uint64_t commHash_ = 0;
   std::atomic<CommState> state_{CommState::kInitializing};

@@ -41,7 +41,7 @@ char* bufferAt(const Op& op, algo::Buf buf, uint64_t offset) {
 // both. Operands never overlap dst and are never Input, so no pre() and no aliasing here.
 Result foldOperands(const Op& op, const algo::Step& s, void* dst, void* slot) {
   DeviceBackend* dev = op.comm->backend();
-  const algo::Operand* o = &op.schedule.operands[s.sourceFirst];
+  const algo::Operand* o = &op.schedule->operands[s.sourceFirst];
   void* acc = dst != nullptr ? dst : slot;
   const void* a = bufferAt(op, o[0].buf, o[0].offset);
   for (uint32_t k = 1; k < s.sourceCount; ++k) {
@@ -225,7 +225,7 @@ void Stream::dropPending() {
 Result Stream::connectAll(Op& op) {
   Communicator& comm = *op.comm;
   std::vector<uint8_t> seen(static_cast<size_t>(comm.nranks()), 0);
-  for (const algo::Step& s : op.schedule.steps) {
+  for (const algo::Step& s : op.schedule->steps) {
     if (s.recvPeer >= 0 && !(seen[s.recvPeer] & 1)) {
       RecvConnection* c = nullptr;
       MIXCCL_TRY(comm.recvConnection(s.recvPeer, op.lane, &c));
@@ -243,7 +243,7 @@ Result Stream::connectAll(Op& op) {
 Result Stream::progress(bool* advanced) {
   while (opIndex_ < ops_.size()) {
     Op& op = *ops_[opIndex_];
-    const auto& steps = op.schedule.steps;
+    const auto& steps = op.schedule->steps;
     if (stepIndex_ == 0 && !connected_) {
       MIXCCL_TRY(connectAll(op));
       connected_ = true;
@@ -352,7 +352,7 @@ Result Stream::sendProbes(Op& op) {
 // communicator no longer exists). Whether that matters is for the lane from it to say, and only
 // while this operation still receives from it (checkGone).
 void Stream::notePeerGone(const Op& op, int peer) {
-  const auto& steps = op.schedule.steps;
+  const auto& steps = op.schedule->steps;
   bool receives = false;
   for (size_t i = stepIndex_; i < steps.size() && !receives; ++i) receives = steps[i].recvPeer == peer;
   if (!receives) return;
@@ -399,7 +399,7 @@ Result Stream::checkGone(Op& op) {
 std::vector<int> Stream::remainingPeers(const Op& op) const {
   std::vector<int> peers;
   std::vector<uint8_t> seen(static_cast<size_t>(op.comm->nranks()), 0);
-  const auto& steps = op.schedule.steps;
+  const auto& steps = op.schedule->steps;
   for (size_t i = stepIndex_; i < steps.size(); ++i) {
     for (int peer : {steps[i].recvPeer, steps[i].sendPeer}) {
       if (peer < 0 || seen[peer]) continue;
@@ -429,7 +429,7 @@ Result Stream::checkPending(bool probe) {
   // next steps are enough: a stuck operation waits on one of them.
   // Each peer once: a ring repeats its two neighbours in every step (and a TCP peek is a system call).
   constexpr size_t kLookahead = 64;
-  const auto& steps = op.schedule.steps;
+  const auto& steps = op.schedule->steps;
   std::vector<uint8_t> seen(static_cast<size_t>(op.comm->nranks()), 0);
   for (size_t i = stepIndex_; i < steps.size() && i < stepIndex_ + kLookahead; ++i) {
     for (int peer : {steps[i].recvPeer, op.lane == kLaneColl ? steps[i].sendPeer : -1}) {
@@ -484,13 +484,13 @@ std::string Stream::describeWait() const {
              "%s (seq %llu, %llu x %s) step %zu/%zu: waiting for its device work on the %s backend (%zu step(s) "
              "in flight)",
              collName(op.kind), static_cast<unsigned long long>(op.seq), static_cast<unsigned long long>(op.count),
-             dataTypeName(op.dtype), stepIndex_ - pending_.size() + 1, op.schedule.steps.size(),
+             dataTypeName(op.dtype), stepIndex_ - pending_.size() + 1, op.schedule->steps.size(),
              op.comm->backend()->name(), pending_.size());
     return buf;
   }
   snprintf(buf, sizeof(buf), "%s (seq %llu, %llu x %s) step %zu/%zu: waiting %s rank %d", collName(op.kind),
            static_cast<unsigned long long>(op.seq), static_cast<unsigned long long>(op.count), dataTypeName(op.dtype),
-           stepIndex_ + 1, op.schedule.steps.size(), waitingRecv_ ? "for a message from" : "for a free slot to",
+           stepIndex_ + 1, op.schedule->steps.size(), waitingRecv_ ? "for a message from" : "for a free slot to",
            waitingPeer_);
   return buf;
 }

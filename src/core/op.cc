@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "common/config.h"
+#include "common/log.h"
 #include "src/core/communicator.h"
 
 namespace mixccl {
@@ -59,10 +60,19 @@ Result prepareOp(Op* op) {
     MIXCCL_TRY(comm->checkSupported(op->dtype, named, collName(op->kind)));
     MIXCCL_TRY(resolveReduction(op));
   }
+  // A remembered decision is the one choose() would make again; with TUNING logs on, the tuner
+  // is asked every time so that every call's decision is logged.
+  PlanKey key;
+  key.kind = op->kind;
+  key.dtype = op->dtype;
+  key.count = op->count;
+  const bool logged = log::enabled(log::Level::kInfo, log::kTune);
+  if (!logged && comm->plans().findDecision(key, &op->algo, &op->predictedSeconds)) return Result::kSuccess;
   TuneChoice choice;
   MIXCCL_TRY(comm->tuner().choose(op->kind, op->count, op->dtype, &choice));
   op->algo = choice.algo;
   op->predictedSeconds = choice.seconds;
+  comm->plans().storeDecision(key, choice.algo, choice.seconds);
   return Result::kSuccess;
 }
 
@@ -81,9 +91,22 @@ Result planOp(Op* op) {
   args.chunkElems = static_cast<uint64_t>(config::getInt(config::Knob::kChunkSize)) / elem;
   args.fifoDepth = static_cast<uint32_t>(config::getInt(config::Knob::kFifoDepth));
   args.algo = op->algo;
-  MIXCCL_TRY(algo::buildSchedule(args, &op->schedule));
-  if (op->schedule.scratchElems > 0) {
-    const size_t bytes = op->schedule.scratchElems * elem;
+  PlanKey key;
+  key.kind = op->kind;
+  key.dtype = op->dtype;
+  key.count = op->count;
+  key.root = op->root;
+  key.chunkElems = args.chunkElems;
+  key.algo = op->algo;
+  op->schedule = comm->plans().findSchedule(key);
+  if (op->schedule == nullptr) {
+    auto built = std::make_shared<algo::Schedule>();
+    MIXCCL_TRY(algo::buildSchedule(args, built.get()));
+    op->schedule = built;
+    comm->plans().storeSchedule(key, std::move(built));
+  }
+  if (op->schedule->scratchElems > 0) {
+    const size_t bytes = op->schedule->scratchElems * elem;
     Result r = op->scratch.allocate(op->comm->backend(), bytes);
     if (r != Result::kSuccess) {
       return fail(r,

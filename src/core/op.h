@@ -6,6 +6,7 @@
 // derives from it before running: the schedule, the lane and the element-wise reduction.
 
 #include <cstdint>
+#include <memory>
 
 #include "algorithms/schedule.h"
 #include "common/result.h"
@@ -61,8 +62,9 @@ struct Op {
   uint64_t seq = 0;
   uint64_t stamp = 0;  // opStamp(): sent with every message, checked on every received one
   // Filled by planOp():
-  algo::Schedule schedule;
-  ScratchMemory scratch;  // schedule.scratchElems elements
+  // Shared with the communicator's plan cache (plan_cache.h) and never changed once built.
+  std::shared_ptr<const algo::Schedule> schedule;
+  ScratchMemory scratch;  // schedule->scratchElems elements
 };
 
 constexpr bool isReduction(CollKind k) {
