@@ -202,7 +202,7 @@ Result Stream::retireSteps(Op& op, bool* advanced) {
       noteSend(p.sconn);
     }
     if (p.rconn != nullptr) MIXCCL_TRY(p.rconn->release());
-    pending_.pop_front();
+    pending_.erase(pending_.begin());  // at most kStepsInFlight entries
     *advanced = true;
   }
   return Result::kSuccess;
@@ -618,6 +618,7 @@ std::vector<Stream> partitionOps(const std::vector<Op*>& ops) {
 Result runStreams(std::vector<Stream>& streams) {
   const auto timeout = std::chrono::seconds(config::getInt(config::Knob::kTimeout));
   auto lastProgress = Clock::now();
+  bool progressed = false;  // a stream advanced since lastProgress was read
   int localRanks = 1;
   for (Stream& s : streams) {
     if (!s.empty()) localRanks = std::max(localRanks, s.comm()->localRanks());
@@ -642,10 +643,16 @@ Result runStreams(std::vector<Stream>& streams) {
     if (result != Result::kSuccess || allDone) break;
     if (advanced) {
       backoff.reset();
-      lastProgress = Clock::now();
+      progressed = true;
       if (published) clearWaits(streams);
       published = false;
       continue;
+    }
+    // The clock is read once per stall, not per step: small operations advance a few steps per
+    // call and each reading costs about as much as a step.
+    if (progressed) {
+      lastProgress = Clock::now();
+      progressed = false;
     }
     bool deviceOnCores = false;
     for (const Stream& s : streams) deviceOnCores = deviceOnCores || (!s.done() && s.waitsOnHostCoreDevice());

@@ -25,7 +25,6 @@
 // Threading: called by the thread that issued the call / ncclGroupEnd, or by the communicator's
 // progress thread for queued work; not re-entrant per comm.
 
-#include <deque>
 #include <memory>
 #include <string>
 #include <utility>
@@ -108,7 +107,9 @@ class Stream {
     RecvConnection* rconn = nullptr;  // to release then
     size_t bytes = 0;
   };
-  std::deque<PendingStep> pending_;
+  // A vector, not a deque: it holds at most kStepsInFlight entries, and a deque allocates on
+  // construction, which every call's streams would pay.
+  std::vector<PendingStep> pending_;
 };
 
 // The streams of a run (group.h): per communicator, its collectives in issue order on one stream,
