@@ -307,7 +307,10 @@ int main(int argc, char** argv) {
     double bus_sum = 0;
     int rows = 0;
     for (double b = (double)o.min_bytes; b <= (double)o.max_bytes * 1.0001; b *= o.factor) {
-      size_t bytes = (size_t)b / align * align;
+      // Per-rank blocks need a multiple of nranks floats; the whole-buffer collectives one float.
+      const int whole = c == kAllReduce || c == kBroadcast || c == kReduce || c == kSendRecv;
+      const size_t step = whole ? sizeof(float) : align;
+      size_t bytes = (size_t)b / step * step;
       if (bytes == 0) continue;
       for (int i = 0; i < o.warmup; ++i) runOnce(c, bytes, send, recv);
       MPI_Barrier(MPI_COMM_WORLD);
