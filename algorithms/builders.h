@@ -35,6 +35,7 @@ void buildRecursiveDoublingAllGather(const CollArgs& a, Schedule* s);
 void buildRecursiveHalvingReduceScatter(const CollArgs& a, Schedule* s);
 void buildRabenseifnerAllReduce(const CollArgs& a, Schedule* s);
 void buildScatterAllGatherBroadcast(const CollArgs& a, Schedule* s);
+void buildDoubleBinaryTreeAllReduce(const CollArgs& a, Schedule* s);
 
 // Calls f(offset, len) for consecutive pieces of [0, count), each at most `chunk` long.
 template <class F>

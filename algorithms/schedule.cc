@@ -97,6 +97,7 @@ bool algoSupports(Algo algo, CollKind kind) {
     case Algo::kRecursiveHalving:
       return kind == CollKind::kReduceScatter;
     case Algo::kRabenseifner:
+    case Algo::kDoubleBinaryTree:
       return kind == CollKind::kAllReduce;
     case Algo::kScatterAllGather:
       return kind == CollKind::kBroadcast;
@@ -146,6 +147,8 @@ Result buildSchedule(const CollArgs& a, Schedule* out) {
         buildRecursiveDoublingAllReduce(a, out);
       } else if (algo == Algo::kRabenseifner) {
         buildRabenseifnerAllReduce(a, out);
+      } else if (algo == Algo::kDoubleBinaryTree) {
+        buildDoubleBinaryTreeAllReduce(a, out);
       } else {
         buildRingAllReduce(a, out);
       }
