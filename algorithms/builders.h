@@ -39,6 +39,7 @@ void buildOneShotAllReduce(const CollArgs& a, Schedule* s);
 void buildOrderedAllReduce(const CollArgs& a, Schedule* s);
 void buildOrderedReduceScatter(const CollArgs& a, Schedule* s);
 void buildOrderedReduce(const CollArgs& a, Schedule* s);
+void buildDoubleBinaryTreeAllReduce(const CollArgs& a, Schedule* s);
 
 // Calls f(offset, len) for consecutive pieces of [0, count), each at most `chunk` long.
 template <class F>

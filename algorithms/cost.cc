@@ -10,6 +10,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "algorithms/double_binary_tree.h"
+
 namespace mixccl::algo {
 namespace {
 
@@ -129,6 +131,34 @@ double rabenseifner(double p, double n, double chunk, const LinkModel& m) {
   return t;
 }
 
+// Double binary tree all-reduce (double_binary_tree_all_reduce.cc): each tree carries n/2 bytes
+// in K pieces. The first piece reaches every rank after `hops` messages on the critical path (a
+// node's sends to its children one after the other) and is combined once per level up; each
+// further piece costs the busiest rank `sends` sends and `combines` combinations of a piece and
+// one latency, as a ring round does (the pipeline overlaps the rest). Two ranks run the ring's
+// very exchange, at the ring's cost.
+double doubleBinaryTree(int p, double n, double chunk, const LinkModel& m) {
+  if (p <= 1) return n * m.gamma;
+  const DbtShape shape = dbtShape(p);
+  const double fill = shape.depth + shape.broadcastHops;
+  const double half = n / 2;
+  const double minPiece = std::max(1.0, chunk / static_cast<double>(kMinPieceFraction));
+  const double pieces = std::max(msgs(half, chunk), std::min(fill, std::ceil(half / minPiece)));
+  const double piece = half / pieces;
+  double hops = fill + 2, depth = shape.depth + 1, sends = 4, combines = 2;  // root above the core
+  if (!dbtRootAbove(p, static_cast<uint64_t>(pieces))) {
+    // The extra ranks hang below the core's root, which serves them too; with few ranks the
+    // extras' own sends are on the critical path (the hop counts the file states).
+    constexpr double kFewRanksHops[] = {0, 0, 2, 4, 5, 6, 5, 6};
+    hops = p < 8 ? kFewRanksHops[p] : fill;
+    depth = std::max(1, shape.depth);
+    sends = p <= 3 ? p : p % 2 == 0 ? 4 : 5;
+    combines = p <= 3 ? p - 1 : p % 2 == 0 ? 3 : 4;
+  }
+  return hops * (m.alpha + piece * m.beta) + depth * piece * m.gamma +
+         (pieces - 1) * (m.alpha + piece * (sends * m.beta + combines * m.gamma));
+}
+
 }  // namespace
 
 double predictSeconds(Algo algo, CollKind kind, int p, uint64_t nBytes, uint64_t chunkBytes, const LinkModel& m) {
@@ -184,6 +214,8 @@ double predictSeconds(Algo algo, CollKind kind, int p, uint64_t nBytes, uint64_t
       const double one = (P - 1) * (msgs(block, chunk) * m.alpha + block * m.beta);
       return (kind == CollKind::kAllReduce ? 2 * one : one) + (P - 1) * block * m.gamma;
     }
+    case Algo::kDoubleBinaryTree:
+      return doubleBinaryTree(p, n, chunk, m);
     default:  // algorithms whose builders have not landed yet
       break;
   }

@@ -99,6 +99,7 @@ bool algoSupports(Algo algo, CollKind kind) {
     case Algo::kRecursiveHalving:
       return kind == CollKind::kReduceScatter;
     case Algo::kRabenseifner:
+    case Algo::kDoubleBinaryTree:
       return kind == CollKind::kAllReduce;
     case Algo::kScatterAllGather:
       return kind == CollKind::kBroadcast;
@@ -157,6 +158,8 @@ Result buildSchedule(const CollArgs& a, Schedule* out) {
         buildOneShotAllReduce(a, out);
       } else if (algo == Algo::kOrdered) {
         buildOrderedAllReduce(a, out);
+      } else if (algo == Algo::kDoubleBinaryTree) {
+        buildDoubleBinaryTreeAllReduce(a, out);
       } else {
         buildRingAllReduce(a, out);
       }

@@ -20,7 +20,9 @@
 #include <vector>
 
 #include "algorithms/cost.h"
+#include "algorithms/double_binary_tree.h"
 #include "algorithms/sim.h"
+#include "algorithms/timing_sim.h"
 
 namespace mixccl::algo {
 namespace {
@@ -249,6 +251,19 @@ uint64_t expectedSent(const Case& c, int rank) {
         return ~0ull;
     }
   }
+  if (c.algo == Algo::kDoubleBinaryTree) {
+    // Each half once per edge the rank has in that half's tree: to its parent (up) and to each
+    // child (down). The layout follows the pieces tree 0 is cut into.
+    const uint64_t half[2] = {(cnt + 1) / 2, cnt / 2};
+    const uint64_t piece = dbtPieceElems(half[0], c.chunk, c.nranks);
+    const bool above = dbtRootAbove(c.nranks, (half[0] + piece - 1) / piece);
+    uint64_t sent = 0;
+    for (int t = 0; t < 2; ++t) {
+      const DbtNode node = dbtNode(c.nranks, t, rank, above);
+      sent += half[t] * (node.numChildren + (node.parent >= 0 ? 1 : 0));
+    }
+    return sent;
+  }
   if (c.algo == Algo::kScatterAllGather) {
     // Pieces by relative rank v: count/n elements, one more for v < count % n. The scatter sends
     // a subtree's pieces but the sender's own (all but piece 0 from the root); the ring sends
@@ -387,6 +402,11 @@ std::string runCase(const Case& c, SimStats* statsOut = nullptr) {
              std::to_string(expectedSent(c, r));
     }
   }
+  if (c.algo == Algo::kDoubleBinaryTree && c.nranks > 1 && totalSent != 2ull * (c.nranks - 1) * c.count) {
+    // Every tree edge carries its half once up and once down.
+    return "ranks sent " + std::to_string(totalSent) +
+           " elements, want 2(n-1)count = " + std::to_string(2ull * (c.nranks - 1) * c.count);
+  }
   if (c.kind == CollKind::kAllReduce && c.algo == Algo::kDefault && c.nranks > 1) {
     // Per round every rank sends every segment but one per pass: 2(n-1) * count in total.
     const uint64_t want = 2ull * (c.nranks - 1) * c.count;
@@ -469,6 +489,7 @@ TEST(ScheduleMatrix, AllGatherRecursiveDoubling) { runMatrix(CollKind::kAllGathe
 TEST(ScheduleMatrix, AllReduceRabenseifner) { runMatrix(CollKind::kAllReduce, Algo::kRabenseifner); }
 TEST(ScheduleMatrix, ReduceScatterRecursiveHalving) { runMatrix(CollKind::kReduceScatter, Algo::kRecursiveHalving); }
 TEST(ScheduleMatrix, BroadcastScatterAllGather) { runMatrix(CollKind::kBroadcast, Algo::kScatterAllGather); }
+TEST(ScheduleMatrix, AllReduceDoubleBinaryTree) { runMatrix(CollKind::kAllReduce, Algo::kDoubleBinaryTree); }
 TEST(ScheduleMatrix, AllReduceOneShot) { runMatrix(CollKind::kAllReduce, Algo::kOneShot); }
 TEST(ScheduleMatrix, AllReduceOrdered) { runMatrix(CollKind::kAllReduce, Algo::kOrdered); }
 TEST(ScheduleMatrix, ReduceScatterOrdered) { runMatrix(CollKind::kReduceScatter, Algo::kOrdered); }
@@ -693,6 +714,132 @@ TEST(ScheduleMatrix, HalvingDoublingTakeLogarithmicHops) {
       EXPECT_EQ(ra.criticalHops, want) << "rabenseifner, " << n << " ranks, count " << count;
     }
   }
+}
+
+// The double binary tree at every rank count from 1 to 33 (every mirror and shift pattern),
+// counts of one and two elements (one tree or both carry one), odd ones, and enough pieces for
+// the layout with the root above the core; in and out of place, sum and max, FIFO depth 1.
+TEST(ScheduleMatrix, DoubleBinaryTreeAtEveryRankCount) {
+  for (int n = 1; n <= 33; ++n) {
+    for (uint64_t count : std::vector<uint64_t>{1, 2, 5, static_cast<uint64_t>(2 * n + 1), 37, 200}) {
+      for (uint64_t chunk : {1ull, 4ull, 64ull}) {
+        for (bool inPlace : {false, true}) {
+          for (SimOp op : {SimOp::kSum, SimOp::kMax}) {
+            Case c{CollKind::kAllReduce, n, count, chunk, 0, inPlace, 1, op, Algo::kDoubleBinaryTree};
+            ASSERT_EQ(runCase(c), "") << c.str();
+          }
+        }
+      }
+    }
+  }
+}
+
+// The two trees: each is a tree over all ranks (one root, parents and children agree, depth one
+// below the parent), tree 1 is tree 0 mirrored (even n) or shifted by one rank (odd n), no rank
+// is interior in both, interior nodes of the core have two children, and the depth stays within
+// the shape's bound (one more with the root above the core).
+TEST(ScheduleShape, DoubleBinaryTreesAreTwoTreesWithDisjointInteriors) {
+  for (int n = 2; n <= 300; ++n) {
+    const DbtShape shape = dbtShape(n);
+    for (bool above : {false, true}) {
+      std::vector<DbtNode> nodes[2];
+      for (int t = 0; t < 2; ++t) {
+        for (int r = 0; r < n; ++r) nodes[t].push_back(dbtNode(n, t, r, above));
+        int roots = 0;
+        for (int r = 0; r < n; ++r) {
+          const DbtNode& x = nodes[t][r];
+          const std::string at = "n=" + std::to_string(n) + " tree " + std::to_string(t) + " rank " +
+                                 std::to_string(r) + (above ? " above" : " below");
+          if (x.parent < 0) {
+            ++roots;
+            EXPECT_EQ(x.depth, 0) << at;
+          } else {
+            const DbtNode& p = nodes[t][x.parent];
+            EXPECT_EQ(x.depth, p.depth + 1) << at;
+            EXPECT_TRUE(std::count(p.children, p.children + p.numChildren, r) == 1) << at;
+          }
+          for (int i = 0; i < x.numChildren; ++i) EXPECT_EQ(nodes[t][x.children[i]].parent, r) << at;
+          EXPECT_LE(x.depth, std::max(shape.depth, 1) + (above && n >= 4 ? 1 : 0)) << at;
+          EXPECT_TRUE(x.numChildren == 0 || x.numChildren == 2 || x.parent < 0) << at;
+          // Tree 1 is tree 0 relabelled: mirror for even n, shift by one for odd n.
+          auto map = [&](int q) { return n % 2 == 0 ? n - 1 - q : (q + 1) % n; };
+          if (t == 1) {
+            const DbtNode& y = nodes[0][n % 2 == 0 ? n - 1 - r : (r + n - 1) % n];
+            EXPECT_EQ(x.parent, y.parent < 0 ? -1 : map(y.parent)) << at;
+            ASSERT_EQ(x.numChildren, y.numChildren) << at;
+            for (int i = 0; i < x.numChildren; ++i) EXPECT_EQ(x.children[i], map(y.children[i])) << at;
+          }
+        }
+        EXPECT_EQ(roots, 1) << n;
+      }
+      for (int r = 0; r < n; ++r) {
+        EXPECT_FALSE(nodes[0][r].numChildren > 0 && nodes[1][r].numChildren > 0)
+            << "rank " << r << " of " << n << " is interior in both trees";
+      }
+    }
+  }
+}
+
+// The least depth + broadcast hops of a full binary tree over `leaves` leaves when a node sends
+// to one child per hop (first child one hop after it, second two): restated from the file.
+int leastTreeHops(int leaves) {
+  std::vector<std::vector<uint64_t>> most(64, std::vector<uint64_t>(64, 1));  // most leaves
+  for (int d = 1; d < 64; ++d) {
+    for (int b = 2; b < 64; ++b) most[d][b] = most[d - 1][b - 1] + most[d - 1][b - 2];
+  }
+  for (int total = 0;; ++total) {
+    for (int d = 0; d <= total; ++d) {
+      if (most[d][total - d] >= static_cast<uint64_t>(leaves)) return total;
+    }
+  }
+}
+
+// Exact critical paths of the double binary tree with one element per tree (count 2), n = 2..64:
+// the least up-and-down hop count any binary tree over floor(n/2) leaves has when a node sends to
+// one child per hop, a few more below 8 ranks (the extra ranks' own sends), and never above
+// 2 log2(n) + 4. With K pieces per tree the pipeline adds at most 4 hops per piece (the root
+// above the core; 5 below it for odd n, the core's root then serving four children).
+TEST(ScheduleMatrix, DoubleBinaryTreeTakesLogarithmicHops) {
+  const uint64_t kFewRanks[] = {0, 0, 2, 4, 5, 6, 5, 6};
+  for (int n = 2; n <= 64; ++n) {
+    const uint64_t best = leastTreeHops(n / 2);
+    const DbtShape shape = dbtShape(n);
+    EXPECT_EQ(static_cast<uint64_t>(shape.depth + shape.broadcastHops), best) << n;
+    SimStats st;
+    Case one{CollKind::kAllReduce, n, 2, 64, 0, false, 1, SimOp::kSum, Algo::kDoubleBinaryTree};
+    ASSERT_EQ(runCase(one, &st), "") << one.str();
+    const uint64_t onePiece = n < 8 ? kFewRanks[n] : best;
+    EXPECT_EQ(st.criticalHops, onePiece) << one.str();
+    EXPECT_LE(st.criticalHops, 2 * static_cast<uint64_t>(floorLog2(n)) + 4) << one.str();
+    for (uint64_t pieces : {4ull, 64ull}) {
+      Case many{CollKind::kAllReduce, n, 2 * pieces, 1, 0, false, 1, SimOp::kSum, Algo::kDoubleBinaryTree};
+      ASSERT_EQ(runCase(many, &st), "") << many.str();
+      const bool above = dbtRootAbove(n, pieces);
+      const uint64_t perPiece = above || n % 2 == 0 || n == 3 ? 4 : 5;
+      EXPECT_LE(st.criticalHops, (above ? best + 2 : onePiece) + perPiece * (pieces - 1)) << many.str();
+      EXPECT_GE(st.criticalHops, (n <= 3 ? n : 4) * (pieces - 1)) << many.str();  // the busiest rank's sends
+    }
+  }
+}
+
+// The acceptance bound at scale: an 8-byte all-reduce (two floats, one per tree) over 1,024 ranks
+// takes at most 2 log2(1024) + 4 = 24 critical-path hops; the timing simulator counts them as
+// sim.h does and handles the rank count quickly.
+TEST(ScheduleMatrix, DoubleBinaryTreeAt1024RanksTakes24Hops) {
+  CollArgs a;
+  a.kind = CollKind::kAllReduce;
+  a.algo = Algo::kDoubleBinaryTree;
+  a.count = 2;
+  a.chunkElems = (512 << 10) / 4;
+  TimingOptions o;
+  o.nranks = 1024;
+  o.intra = LinkModel{1e-6, 1e-9, 1e-10};
+  o.fifoDepth = 1;
+  TimingStats t;
+  ASSERT_EQ(simulateCollectiveTiming(a, o, &t), Result::kSuccess) << lastError();
+  EXPECT_LE(t.criticalHops, 2u * 10 + 4);
+  EXPECT_EQ(t.criticalHops, static_cast<uint64_t>(leastTreeHops(512)));
+  EXPECT_EQ(t.messages, 2u * 2 * 1023);  // each half up and down every edge of its tree
 }
 
 TEST(ScheduleAlgo, AnAlgorithmWithoutTheCollectiveIsRefused) {

@@ -103,6 +103,17 @@ TEST(Tuner, NcclSyntaxListsExclusionsAndPerCollectiveEntries) {
   many.nranks = 16;
   ASSERT_EQ(t.configure("broadcast:Tree", "", many), Result::kSuccess) << lastError();
   EXPECT_EQ(chosen(t, CollKind::kBroadcast, 64 << 20), Algo::kBinomialTree);
+
+  // ... and for AllReduce the double binary tree, by NCCL's name or by its own, at any size.
+  for (const char* policy : {"allreduce:tree", "allreduce:Tree,CollnetDirect", "allreduce:double_binary_tree"}) {
+    ASSERT_EQ(t.configure(policy, "", many), Result::kSuccess) << policy << ": " << lastError();
+    EXPECT_EQ(chosen(t, CollKind::kAllReduce, 2), Algo::kDoubleBinaryTree) << policy;
+    EXPECT_EQ(chosen(t, CollKind::kAllReduce, 64 << 20), Algo::kDoubleBinaryTree) << policy;
+  }
+  ASSERT_EQ(t.configure("allreduce:^tree", "", many), Result::kSuccess) << lastError();
+  for (uint64_t count : {1ull, 1ull << 10, 1ull << 20, 1ull << 26}) {
+    EXPECT_NE(chosen(t, CollKind::kAllReduce, count), Algo::kDoubleBinaryTree) << count;
+  }
 }
 
 TEST(Tuner, BadAlgorithmPoliciesAreRefusedNamingTheValidChoices) {
@@ -132,6 +143,13 @@ TEST(Tuner, BadAlgorithmPoliciesAreRefusedNamingTheValidChoices) {
   EXPECT_EQ(t.configure("allreduce:^ring,recursive-doubling,rabenseifner,one-shot,double-binary-tree,ordered", "",
                         twoRanksShm()),
             Result::kInvalidArgument);
+  // Names AllReduce still lacks select nothing there: NCCL's PAT and NVLS.
+  for (const char* policy : {"allreduce:PAT", "allreduce:NVLS"}) {
+    EXPECT_EQ(t.configure(policy, "", twoRanksShm()), Result::kInvalidArgument) << policy;
+    EXPECT_TRUE(contains(lastError(), "leaves AllReduce with no algorithm") &&
+                contains(lastError(), "double-binary-tree"))
+        << lastError();
+  }
 }
 
 // MIXCCL_DETERMINISTIC: the reducing collectives choose only among the algorithms that fold in
@@ -189,6 +207,7 @@ TEST(Tuner, AGlobalListThatLeavesACollectiveEmptyFailsItsCalls) {
   EXPECT_TRUE(contains(lastError(), "NCCL_ALGO=\"Tree\" leaves it with no algorithm") && contains(lastError(), "ring"))
       << lastError();
   EXPECT_EQ(chosen(t, CollKind::kBroadcast, 8), Algo::kBinomialTree);
+  EXPECT_EQ(chosen(t, CollKind::kAllReduce, 8), Algo::kDoubleBinaryTree);
 }
 
 TEST(Tuner, ProtocolPolicies) {
