@@ -33,8 +33,8 @@ enum class Knob : int {
   kNetTimeout,    // MIXCCL_NET_TIMEOUT (seconds a silent TCP peer counts as reachable)
   // MIXCCL_DEVICE_BACKEND (host, opencl, cuda or a plugin path)
   kDeviceBackend,
-  kOpenclDevice,  // MIXCCL_OPENCL_DEVICE (platform:device of the OpenCL backend)
-  kOpenclSvm,     // MIXCCL_OPENCL_SVM (coarse or fine: the SVM kind ncclMemAlloc returns)
+  kOpenclDevice,   // MIXCCL_OPENCL_DEVICE (platform:device of the OpenCL backend)
+  kOpenclSvm,      // MIXCCL_OPENCL_SVM (coarse or fine: the SVM kind ncclMemAlloc returns)
   kDeterministic,  // MIXCCL_DETERMINISTIC (reductions fold in rank order, bitwise reproducible)
   kCount_
 };
