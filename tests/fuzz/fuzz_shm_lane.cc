@@ -7,19 +7,20 @@
 // this process) are set up once; each input opens a fresh receiving lane (0 -> 1), whose sender
 // the target plays, and a fresh sending lane (0 -> 1, other lane), whose receiver it plays, and
 // runs a program of byte-coded operations against them:
-//   0 hh*8       rogue sender: store head = hh
-//   1 i b*8 s*8  rogue sender: meta[i % depth] = {bytes b, stamp s}
-//   2 i v        rogue sender: fill slot i % depth with byte v
+//   0 i qq*8     rogue sender: store line[i % depth].seq = qq
+//   1 i b*8 s*8  rogue sender: line[i % depth] = {bytes b, stamp s}
+//   2 i v        rogue sender: fill slot i % depth and the inline bytes of its line with byte v
 //   3            receiver: peek      4  receiver: release
 //   5 tt*8       rogue receiver: store tail = tt
 //   6 n v        sender: acquire, fill with v, commit n % (slot+1) bytes (stamp n)
 //   7 f vv*4     rogue receiver: overwrite header field f % 3 (version, slotCount, slotBytes)
 //
-// Invariants, against a model of both ends: the receiver hands out a message only when the
-// rogue head says one is there, never one longer than the slot (a larger meta.bytes is
-// kRemoteError, never a read past the slot), with the meta's stamp and a pointer to the slot the
-// ring index names; release publishes the tail; the sender refuses a segment whose header
-// disagrees, never takes a slot the tail does not free, and publishes meta and head.
+// Invariants, against a model of both ends: the receiver hands out message i only when the
+// rogue line i % depth says seq == i + 1, never one longer than the slot (a larger bytes is
+// kRemoteError, never a read past the slot), with the line's stamp and a pointer to the line's
+// inline bytes (small messages) or to the slot the ring index names; release publishes the tail
+// and needs a message seen first; the sender refuses a segment whose header disagrees, never
+// takes a slot the tail does not free, and publishes the line (inline copy, size, stamp, seq).
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -100,8 +101,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::unique_ptr<SendConnection> send;
   FUZZ_CHECK(job->rank0->connectSend(1, kLaneP2p, &send) == Result::kSuccess);
 
-  uint64_t rTail = 0, rCachedHead = 0;  // receiver model
-  bool sReady = false;                  // sender model
+  uint64_t rTail = 0, rArrived = 0;  // receiver model
+  bool sReady = false;               // sender model
   uint64_t sHead = 0, sCachedTail = 0;
   size_t at = 0;
   auto need = [&](size_t n) { return at + n <= size; };
@@ -109,18 +110,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const uint8_t op = data[at++] % 8;
     switch (op) {
       case 0:
-        if (!need(8)) return 0;
-        rs.head()->store(u64(data + at), std::memory_order_release);
-        at += 8;
+        if (!need(9)) return 0;
+        rs.lines()[data[at] % kDepth].seq.store(u64(data + at + 1), std::memory_order_release);
+        at += 9;
         break;
       case 1:
         if (!need(17)) return 0;
-        rs.meta()[data[at] % kDepth] = ShmSlotMeta{u64(data + at + 1), u64(data + at + 9)};
+        rs.lines()[data[at] % kDepth].bytes = u64(data + at + 1);
+        rs.lines()[data[at] % kDepth].stamp = u64(data + at + 9);
         at += 17;
         break;
       case 2:
         if (!need(2)) return 0;
         memset(rs.slot(kDepth, kSlot, data[at] % kDepth), data[at + 1], kSlot);
+        memset(rs.lines()[data[at] % kDepth].inlineData, data[at + 1], kShmInlineBytes);
         at += 2;
         break;
       case 3: {
@@ -128,29 +131,30 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         size_t bytes = 0;
         uint64_t stamp = 0;
         const Result r = recv->peek(&msg, &bytes, &stamp);
-        if (rTail == rCachedHead) rCachedHead = rs.head()->load(std::memory_order_acquire);
-        if (rTail == rCachedHead) {
+        const uint64_t idx = rTail % kDepth;
+        ShmSlotLine& line = rs.lines()[idx];
+        if (line.seq.load(std::memory_order_acquire) != rTail + 1) {
           FUZZ_CHECK(r == Result::kInProgress);
           break;
         }
-        const uint64_t idx = rTail % kDepth;
-        const ShmSlotMeta m = rs.meta()[idx];
-        if (m.bytes > kSlot) {
+        rArrived = rTail + 1;
+        if (line.bytes > kSlot) {
           FUZZ_CHECK(r == Result::kRemoteError);
           break;
         }
-        FUZZ_CHECK(r == Result::kSuccess && bytes == m.bytes && stamp == m.stamp);
-        FUZZ_CHECK(memcmp(msg, rs.slot(kDepth, kSlot, idx), bytes) == 0);
-        // Same memory, so a write through one view shows in the other: the pointer is that slot.
+        FUZZ_CHECK(r == Result::kSuccess && bytes == line.bytes && stamp == line.stamp);
+        uint8_t* where = bytes <= kShmInlineBytes ? line.inlineData : rs.slot(kDepth, kSlot, idx);
+        FUZZ_CHECK(memcmp(msg, where, bytes) == 0);
+        // Same memory, so a write through one view shows in the other: the pointer is that place.
         const uint8_t old = *static_cast<const volatile uint8_t*>(msg);
-        *rs.slot(kDepth, kSlot, idx) = static_cast<uint8_t>(old + 1);
+        *where = static_cast<uint8_t>(old + 1);
         FUZZ_CHECK(*static_cast<const volatile uint8_t*>(msg) == static_cast<uint8_t>(old + 1));
-        *rs.slot(kDepth, kSlot, idx) = old;
+        *where = old;
         break;
       }
       case 4: {
         const Result r = recv->release();
-        if (rTail == rCachedHead) {
+        if (rTail == rArrived) {
           FUZZ_CHECK(r == Result::kInternalError);
           break;
         }
@@ -179,7 +183,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             break;
           }
           sReady = true;
-          sHead = rr.head()->load(std::memory_order_relaxed);
+          sHead = 0;
           sCachedTail = rr.tail()->load(std::memory_order_acquire);
           FUZZ_CHECK(rr.header()->mapped.load() == 1);
         }
@@ -195,10 +199,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         uint8_t* mine = rr.slot(kDepth, kSlot, sHead % kDepth);
         FUZZ_CHECK(mine[0] == v && mine[kSlot - 1] == v);
         FUZZ_CHECK(send->commit(n, n) == Result::kSuccess);
-        const ShmSlotMeta m = rr.meta()[sHead % kDepth];
-        FUZZ_CHECK(m.bytes == n && m.stamp == n);
+        const ShmSlotLine& line = rr.lines()[sHead % kDepth];
+        FUZZ_CHECK(line.bytes == n && line.stamp == n);
+        if (n <= kShmInlineBytes) {  // a small message travels in the line too
+          for (size_t i = 0; i < n; ++i) FUZZ_CHECK(line.inlineData[i] == v);
+        }
         ++sHead;
-        FUZZ_CHECK(rr.head()->load(std::memory_order_acquire) == sHead);
+        FUZZ_CHECK(line.seq.load(std::memory_order_acquire) == sHead);
         break;
       }
       case 7: {

@@ -210,20 +210,27 @@ void tcpFrames() {
 
 void shmLane() {
   const char* t = "shm_lane";
-  // Three messages (one oversized) through the receiver; two sends with a rogue tail.
+  // Three messages (one inline, one empty, one oversized) through the receiver; two sends with a
+  // rogue tail.
   Bytes p;
-  auto meta = [&](uint8_t i, uint64_t bytes, uint64_t stamp) {
+  auto line = [&](uint8_t i, uint64_t bytes, uint64_t stamp) {
     p.push_back(1);
     p.push_back(i);
     u64(&p, bytes);
     u64(&p, stamp);
   };
+  auto seq = [&](uint8_t i, uint64_t v) {
+    p.push_back(0);
+    p.push_back(i);
+    u64(&p, v);
+  };
   p.insert(p.end(), {2, 0, 0x41});
-  meta(0, 10, 100);
-  meta(1, 0, 101);
-  meta(2, 101, 102);
-  p.push_back(0);
-  u64(&p, 3);
+  line(0, 10, 100);
+  line(1, 0, 101);
+  line(2, 101, 102);
+  seq(0, 1);
+  seq(1, 2);
+  seq(2, 3);
   p.insert(p.end(), {3, 4, 3, 4, 3, 4, 3, 4});
   p.insert(p.end(), {6, 7, 0x55, 6, 100, 0x66});
   p.push_back(5);
@@ -231,10 +238,11 @@ void shmLane() {
   p.insert(p.end(), {6, 1, 1});
   put(t, "ring", p);
   put(t, "bad_header", Bytes{7, 1, 4, 0, 0, 0, 6, 1, 1});
-  Bytes headBehind{0};
-  u64(&headBehind, ~0ull);
-  headBehind.insert(headBehind.end(), {3, 4, 3, 4, 3});
-  put(t, "head_wraps", headBehind);
+  // A line that claims a message of another round (seq from the far future / the past).
+  Bytes stale{0, 0};
+  u64(&stale, ~0ull);
+  stale.insert(stale.end(), {3, 4, 3});
+  put(t, "seq_not_next", stale);
 }
 
 }  // namespace

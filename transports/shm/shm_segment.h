@@ -7,17 +7,18 @@
 //   offset 0            ShmHeader        written once by the receiver; `magic` is stored last
 //                                        (release), so a sender that reads the magic (acquire)
 //                                        sees every other header field.
-//   kHeadOffset         head  (u64)      messages committed by the sender; only the sender writes
 //   kTailOffset         tail  (u64)      messages released by the receiver; only the receiver writes
-//   kMetaOffset         meta[depth]      byte count and stamp of each slot's message (2 x u64)
+//   kLineOffset         line[depth]      one 64-byte ShmSlotLine per slot; only the sender writes
 //   slotsOffset(depth)  slots            depth x slotBytes, each slot page aligned
 //
-// head and tail sit on separate 128-byte blocks (two cache lines, against adjacent-line
-// prefetch) so the producer and the consumer never write the same line. The ring invariant is
-// tail <= head <= tail + depth; slot i % depth holds message i. The sender writes the payload and
-// meta[i % depth], then stores head = i + 1 with release; the receiver loads head with acquire
-// before it reads either. Symmetrically, the receiver's release store of tail hands the slot
-// back and the sender's acquire load of tail makes reuse safe.
+// Message i lives in slot i % depth. The sender writes the payload, then the line's size, stamp
+// and (for messages of at most kShmInlineBytes) a copy of the payload, and stores line.seq = i + 1
+// last with release; the receiver waits for seq == i + 1 with acquire before it reads any of
+// them. So a small message is one cache line to fetch (data and flag share it, as NCCL's LL
+// protocols do), and a receiver polls a line only its sender writes. The tail sits on its own
+// 128-byte block (two cache lines, against adjacent-line prefetch) so producer and consumer
+// never write the same line; the receiver's release store of tail hands slots back and the
+// sender's acquire load of tail makes reuse safe. Ring invariant: tail <= sent <= tail + depth.
 
 #include <sys/types.h>
 
@@ -31,7 +32,7 @@
 namespace mixccl {
 
 constexpr uint64_t kShmMagic = 0x314e414c4d48534dull;  // "MSHMLAN1" little-endian
-constexpr uint32_t kShmVersion = 3;                    // 2: per-slot stamps; 3: pidSpace
+constexpr uint32_t kShmVersion = 4;                    // 2: per-slot stamps; 3: pidSpace; 4: slot lines
 
 struct ShmHeader {
   std::atomic<uint64_t> magic;     // kShmMagic once the receiver finished initialising
@@ -49,19 +50,22 @@ static_assert(std::atomic<uint64_t>::is_always_lock_free, "shm counters must be 
 static_assert(sizeof(ShmHeader) <= 128, "header must fit before the head counter");
 
 constexpr size_t kShmLine = 128;
-constexpr size_t kHeadOffset = kShmLine;
-constexpr size_t kTailOffset = 2 * kShmLine;
-constexpr size_t kMetaOffset = 3 * kShmLine;
+constexpr size_t kTailOffset = kShmLine;
+constexpr size_t kLineOffset = 2 * kShmLine;
 constexpr size_t kShmPage = 4096;
 
 inline size_t alignUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
-// What travels beside each slot's payload.
-struct ShmSlotMeta {
+// What the sender publishes with each message (see the layout above). 64 bytes, one cache line.
+struct alignas(64) ShmSlotLine {
+  std::atomic<uint64_t> seq;  // i + 1 once message i is complete; stored last
   uint64_t bytes;
   uint64_t stamp;  // opaque to the transport (SendConnection::commit)
+  uint8_t inlineData[40];
 };
+static_assert(sizeof(ShmSlotLine) == 64, "a slot line is one cache line");
+constexpr size_t kShmInlineBytes = sizeof(ShmSlotLine::inlineData);
 
-inline size_t shmSlotsOffset(uint32_t depth) { return alignUp(kMetaOffset + depth * sizeof(ShmSlotMeta), kShmPage); }
+inline size_t shmSlotsOffset(uint32_t depth) { return alignUp(kLineOffset + depth * sizeof(ShmSlotLine), kShmPage); }
 inline size_t shmSlotStride(size_t slotBytes) { return alignUp(slotBytes == 0 ? 1 : slotBytes, kShmPage); }
 inline size_t shmTotalBytes(uint32_t depth, size_t slotBytes) {
   return shmSlotsOffset(depth) + depth * shmSlotStride(slotBytes);
@@ -92,9 +96,8 @@ class ShmMapping {
   bool valid() const { return base_ != nullptr; }
   bool ready() const { return header()->magic.load(std::memory_order_acquire) == kShmMagic; }
   ShmHeader* header() const { return static_cast<ShmHeader*>(base_); }
-  std::atomic<uint64_t>* head() const { return reinterpret_cast<std::atomic<uint64_t>*>(at(kHeadOffset)); }
   std::atomic<uint64_t>* tail() const { return reinterpret_cast<std::atomic<uint64_t>*>(at(kTailOffset)); }
-  ShmSlotMeta* meta() const { return reinterpret_cast<ShmSlotMeta*>(at(kMetaOffset)); }
+  ShmSlotLine* lines() const { return reinterpret_cast<ShmSlotLine*>(at(kLineOffset)); }
   uint8_t* slot(uint32_t depth, size_t slotBytes, uint64_t index) const {
     return at(shmSlotsOffset(depth) + index * shmSlotStride(slotBytes));
   }

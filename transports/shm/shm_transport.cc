@@ -93,10 +93,14 @@ class ShmSendConnection final : public SendConnection {
                   bytes, peer_.rank, slotBytes_);
     }
     --acquired_;
-    map_.meta()[head_ % depth_] = ShmSlotMeta{bytes, stamp};
+    ShmSlotLine& line = map_.lines()[head_ % depth_];
+    // A small payload also goes into the line, so the receiver fetches one cache line.
+    if (bytes <= kShmInlineBytes) memcpy(line.inlineData, map_.slot(depth_, slotBytes_, head_ % depth_), bytes);
+    line.bytes = bytes;
+    line.stamp = stamp;
     ++head_;
-    // Publishes the payload and its size (release pairs with the receiver's acquire of head).
-    map_.head()->store(head_, std::memory_order_release);
+    // Publishes payload, size and stamp (release pairs with the receiver's acquire of seq).
+    line.seq.store(head_, std::memory_order_release);
     return Result::kSuccess;
   }
 
@@ -127,7 +131,7 @@ class ShmSendConnection final : public SendConnection {
     h->senderPid.store(static_cast<int32_t>(getpid()), std::memory_order_relaxed);
     h->mapped.store(1, std::memory_order_release);
     shm_unlink(name_.c_str());  // both ends hold mappings now; the name has served its purpose
-    head_ = map_.head()->load(std::memory_order_relaxed);
+    head_ = 0;
     cachedTail_ = map_.tail()->load(std::memory_order_acquire);
     ready_ = true;
     MIXCCL_INFO(log::kShm, "shm: lane %d to rank %d connected (%u slots of %zu bytes)", lane_, peer_.rank, depth_,
@@ -150,7 +154,7 @@ class ShmSendConnection final : public SendConnection {
   ShmMapping map_;
   bool ready_ = false;
   uint32_t acquired_ = 0;    // slots handed out by acquire() and not committed yet, from head_ on
-  uint64_t head_ = 0;        // next message index to commit (mirrors the shared head)
+  uint64_t head_ = 0;        // next message index to commit
   uint64_t cachedTail_ = 0;  // last tail seen; re-read only when the ring looks full
 };
 
@@ -171,27 +175,26 @@ class ShmRecvConnection final : public RecvConnection {
   }
 
   Result peekAt(size_t ahead, const void** data, size_t* bytes, uint64_t* stamp) override {
-    // Counted modulo 2^64 like the sender's head: a head the peer moved behind the tail is not "no
-    // message" but a message whose size is checked below.
-    if (cachedHead_ - tail_ <= ahead) {
-      cachedHead_ = map_.head()->load(std::memory_order_acquire);
-      if (cachedHead_ - tail_ <= ahead) return ahead == 0 ? waitIdle() : Result::kInProgress;
-    }
+    // A line further ahead than the ring is deep would be an older message's.
+    if (ahead >= depth_) return Result::kInProgress;
+    const uint64_t idx = tail_ + ahead;
+    const ShmSlotLine& line = map_.lines()[idx % depth_];
+    if (line.seq.load(std::memory_order_acquire) != idx + 1) return ahead == 0 ? waitIdle() : Result::kInProgress;
+    if (idx + 1 > arrived_) arrived_ = idx + 1;
     watch_.progressed();
-    uint64_t idx = (tail_ + ahead) % depth_;
-    *data = map_.slot(depth_, slotBytes_, idx);
-    const ShmSlotMeta meta = map_.meta()[idx];
-    *bytes = meta.bytes;
-    *stamp = meta.stamp;
+    *bytes = line.bytes;
+    *stamp = line.stamp;
     if (*bytes > slotBytes_) {
       return fail(Result::kRemoteError, "shm: rank %d (host %s) wrote a %zu-byte message into a %zu-byte slot",
                   peer_.rank, peer_.host.c_str(), *bytes, slotBytes_);
     }
+    *data = *bytes <= kShmInlineBytes ? static_cast<const void*>(line.inlineData)
+                                      : static_cast<const void*>(map_.slot(depth_, slotBytes_, idx % depth_));
     return Result::kSuccess;
   }
 
   Result release() override {
-    if (tail_ == cachedHead_) {
+    if (tail_ == arrived_) {
       return fail(Result::kInternalError, "shm: release on the lane from rank %d with no message peeked", peer_.rank);
     }
     ++tail_;
@@ -212,16 +215,16 @@ class ShmRecvConnection final : public RecvConnection {
       }
     }
     if (peer_.page != nullptr && peer_.page->closed()) {
-      // Messages committed before the close are still to be read: the sender's last head store
-      // precedes its close, so a head re-read after seeing the flag includes them.
-      if (map_.head()->load(std::memory_order_acquire) != tail_) return Result::kInProgress;
+      // Messages committed before the close are still to be read: the sender's last seq store
+      // precedes its close, so a re-read after seeing the flag includes them.
+      if (arrivedAtTail()) return Result::kInProgress;
       return peerClosed("sender", peer_, lane_);
     }
     if (!watch_.idle()) {
       // Same for death: the sender may have committed its last message and exited between our
-      // head read and the liveness check. Its stores are visible once it is gone, so a re-read
+      // seq read and the liveness check. Its stores are visible once it is gone, so a re-read
       // now sees everything it ever committed; only an empty ring is a lost message.
-      if (map_.head()->load(std::memory_order_acquire) != tail_) return Result::kInProgress;
+      if (arrivedAtTail()) return Result::kInProgress;
       return peerDied("sender", peer_, lane_);
     }
     return Result::kInProgress;
@@ -235,8 +238,10 @@ class ShmRecvConnection final : public RecvConnection {
   int lane_;
   PeerWatch watch_;
   bool senderMapped_ = false;
-  uint64_t tail_ = 0;        // next message index to read (mirrors the shared tail)
-  uint64_t cachedHead_ = 0;  // last head seen; re-read only when the ring looks empty
+  bool arrivedAtTail() const { return map_.lines()[tail_ % depth_].seq.load(std::memory_order_acquire) == tail_ + 1; }
+
+  uint64_t tail_ = 0;     // next message index to read (mirrors the shared tail)
+  uint64_t arrived_ = 0;  // messages seen complete (peekAt); release() needs one past tail_
 };
 
 class ShmTransport final : public Transport {
