@@ -140,13 +140,38 @@ struct Bootstrap::Impl {
       c->opened = Clock::now();
       size_t unidentified = 0;
       for (auto& x : in) unidentified += x->peer < 0;
-      if (unidentified >= kMaxUnidentified) {
-        MIXCCL_WARN("rank %d: more than %zu unidentified bootstrap connections; refusing one from %s", rank,
-                    kMaxUnidentified, c->from.toString().c_str());
-        continue;
-      }
+      if (unidentified >= kMaxUnidentified) makeRoom();
       in.push_back(std::move(c));
     }
+  }
+
+  // Frees one place among the unidentified connections, so that a flood never keeps a peer out
+  // (refusing the newest would refuse a rank that connects while the flood goes on). A peer's
+  // hello may sit unread while this thread was busy accepting, so the unidentified ones are read
+  // first: one that turns out to be a peer, or closed, frees its place; otherwise the oldest that
+  // delivered nothing is closed, and only when every one holds part of a hello, the oldest.
+  void makeRoom() {
+    std::unique_ptr<InConn>* partial = nullptr;  // the oldest with part of a hello
+    for (size_t k = 0; k < in.size(); ++k) {
+      InConn* c = in[k].get();
+      if (c->peer >= 0) continue;
+      const bool open = readConn(c);
+      if (open && c->peer < 0 && c->got > 0) {
+        if (partial == nullptr) partial = &in[k];
+        continue;
+      }
+      if (open && c->peer < 0) {
+        MIXCCL_WARN(
+            "rank %d: more than %zu unidentified bootstrap connections; closing the oldest silent one (from %s)", rank,
+            kMaxUnidentified, c->from.toString().c_str());
+      }
+      if (!open || c->peer < 0) in.erase(in.begin() + static_cast<std::ptrdiff_t>(k));
+      return;
+    }
+    if (partial == nullptr) return;
+    MIXCCL_WARN("rank %d: more than %zu unidentified bootstrap connections; closing the oldest (from %s)", rank,
+                kMaxUnidentified, (*partial)->from.toString().c_str());
+    in.erase(in.begin() + (partial - in.data()));
   }
 
   // Reads everything available; completes frames into the stash. False: the connection is done.

@@ -216,13 +216,35 @@ class Root {
       }
       acceptBackoff_ = std::chrono::milliseconds(0);
       c->opened = Clock::now();
-      if (pending_.size() >= kMaxPending) {
-        MIXCCL_WARN("bootstrap root %s: more than %zu unidentified connections; closing the oldest (from %s)",
-                    addr_.toString().c_str(), kMaxPending, pending_.front()->from.toString().c_str());
-        pending_.erase(pending_.begin());
-      }
+      if (pending_.size() >= kMaxPending) makeRoom();
       pending_.push_back(std::move(c));
     }
+  }
+
+  // Frees one place among the unidentified connections. A rank's hello may sit unread in the
+  // oldest ones while this thread was busy accepting a flood (a loaded host schedules it late), so
+  // what they sent is read first: a complete hello is handled, a closed connection just goes;
+  // otherwise the oldest that delivered nothing at all is closed (a silent holder, never a rank
+  // that wrote its hello), and only when every one holds part of a hello, the oldest of them.
+  void makeRoom() {
+    for (size_t k = 0; k < pending_.size(); ++k) {
+      RootConn* c = pending_[k].get();
+      const int err = readAvailable(c->sock.fd(), c->hello, Hello::kBytes, &c->got);
+      if (err == 0 && c->got > 0 && c->got < Hello::kBytes) continue;
+      std::unique_ptr<RootConn> owned = std::move(pending_[k]);
+      pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(k));
+      if (err == 0 && c->got == Hello::kBytes) {
+        handleHello(std::move(owned));
+      } else if (err == 0) {
+        MIXCCL_WARN(
+            "bootstrap root %s: more than %zu unidentified connections; closing the oldest silent one (from %s)",
+            addr_.toString().c_str(), kMaxPending, owned->from.toString().c_str());
+      }
+      return;
+    }
+    MIXCCL_WARN("bootstrap root %s: more than %zu unidentified connections; closing the oldest (from %s)",
+                addr_.toString().c_str(), kMaxPending, pending_.front()->from.toString().c_str());
+    pending_.erase(pending_.begin());
   }
 
   // The listener stays readable while connections wait in its queue, so an immediate retry would
