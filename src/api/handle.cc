@@ -11,13 +11,16 @@
 #include <cstring>
 #include <mutex>
 #include <new>
+#include <shared_mutex>
 #include <unordered_set>
 #include <vector>
 
 namespace mixccl::api {
 namespace {
 
-std::mutex gMutex;
+// Lookups (every API call, from every rank thread of a process) share it; only creating and
+// destroying a communicator takes it alone, so rank threads never queue behind each other.
+std::shared_mutex gMutex;
 std::unordered_set<ncclComm*>* gLive = new std::unordered_set<ncclComm*>();  // leaked: used at exit
 
 constexpr unsigned kConfigMagic = 0xcafebeef;
@@ -52,7 +55,7 @@ constexpr IntField kIntFields[] = {
 
 ncclComm* registerComm(std::unique_ptr<Communicator> comm) {
   auto* handle = new ncclComm{std::move(comm)};
-  std::lock_guard<std::mutex> lock(gMutex);
+  std::lock_guard<std::shared_mutex> lock(gMutex);
   gLive->insert(handle);
   return handle;
 }
@@ -61,7 +64,7 @@ void freeComm(ncclComm* handle) { delete handle; }
 
 void releaseComm(ncclComm* handle) {
   {
-    std::lock_guard<std::mutex> lock(gMutex);
+    std::lock_guard<std::shared_mutex> lock(gMutex);
     gLive->erase(handle);
   }
   delete handle;
@@ -79,7 +82,7 @@ void afterForkInChild() {
   gPid.store(static_cast<int32_t>(getpid()), std::memory_order_relaxed);
   // A thread of the parent may have held the registry lock at fork() and does not exist here:
   // start the child with a fresh one, so its calls fail cleanly instead of hanging.
-  new (&gMutex) std::mutex();
+  new (&gMutex) std::shared_mutex();
 }
 
 [[maybe_unused]] const int gAtFork = pthread_atfork(nullptr, nullptr, afterForkInChild);
@@ -107,7 +110,7 @@ Result checkLive(const char* fn, ncclComm_t handle) {
 Result lookupComm(const char* fn, ncclComm_t handle, Communicator** out) {
   if (handle == nullptr) return fail(Result::kInvalidArgument, "%s: comm is NULL", fn);
   tPinned.reserve(tPinned.size() + 1);  // may throw: before the pin, so nothing leaks
-  std::lock_guard<std::mutex> lock(gMutex);
+  std::shared_lock<std::shared_mutex> lock(gMutex);
   MIXCCL_TRY(checkLive(fn, handle));
   *out = handle->impl.get();
   (*out)->enterCall();
@@ -117,7 +120,7 @@ Result lookupComm(const char* fn, ncclComm_t handle, Communicator** out) {
 
 Result takeComm(const char* fn, ncclComm_t handle, Communicator** out) {
   if (handle == nullptr) return fail(Result::kInvalidArgument, "%s: comm is NULL", fn);
-  std::lock_guard<std::mutex> lock(gMutex);
+  std::lock_guard<std::shared_mutex> lock(gMutex);
   MIXCCL_TRY(checkLive(fn, handle));
   gLive->erase(handle);
   *out = handle->impl.get();

@@ -330,7 +330,8 @@ Result Engine::runBatch(Batch& b) {
     MIXCCL_TRY(planOp(op.get()));  // here, not on the caller's thread: the stream has reached the call
     ops.push_back(op.get());
   }
-  std::vector<Stream> streams = partitionOps(ops);
+  thread_local std::vector<Stream> streams;
+  partitionOps(ops, &streams);
   Result r = runStreams(streams);
   if (r != Result::kSuccess) quiesce();
   return r;

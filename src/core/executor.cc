@@ -224,7 +224,8 @@ void Stream::dropPending() {
 // waiting to send (shared memory needs the receiver's segment before the first message).
 Result Stream::connectAll(Op& op) {
   Communicator& comm = *op.comm;
-  std::vector<uint8_t> seen(static_cast<size_t>(comm.nranks()), 0);
+  thread_local std::vector<uint8_t> seen;  // reused: every call starts here
+  seen.assign(static_cast<size_t>(comm.nranks()), 0);
   for (const algo::Step& s : op.schedule->steps) {
     if (s.recvPeer >= 0 && !(seen[s.recvPeer] & 1)) {
       RecvConnection* c = nullptr;
@@ -594,31 +595,69 @@ void clearWaits(std::vector<Stream>& streams) {
 constexpr std::chrono::milliseconds kCheckAfter{10};
 constexpr std::chrono::milliseconds kProbeAfter{200};
 
-std::vector<Stream> partitionOps(const std::vector<Op*>& ops) {
-  std::vector<Stream> streams;
-  std::map<std::tuple<Communicator*, int, int>, size_t> index;  // (comm, kind, peer) -> stream
-  for (Op* op : ops) {
+void Stream::reset() {
+  ops_.clear();
+  opIndex_ = 0;
+  stepIndex_ = 0;
+  finished_ = false;
+  connected_ = false;
+  probeTargets_.clear();
+  probesDone_ = false;
+  waitingPeer_ = -1;
+  waitingRecv_ = false;
+  toFlush_.clear();
+  probeFlush_.clear();
+  gone_.clear();
+  pending_.clear();
+}
+
+void partitionOps(const std::vector<Op*>& ops, std::vector<Stream>* streams) {
+  using Key = std::tuple<Communicator*, int, int>;  // (comm, kind, peer) of a stream
+  auto keyOf = [](const Op* op) {
     int peer = -1;
     int kind = 0;  // 0 collectives, 1 sends to peer, 2 receives from peer
     if (op->kind == CollKind::kSend || op->kind == CollKind::kRecv) {
       peer = op->root;
       kind = op->kind == CollKind::kSend ? 1 : 2;
     }
-    auto key = std::make_tuple(op->comm, kind, peer);
-    auto it = index.find(key);
-    if (it == index.end()) {
-      it = index.emplace(key, streams.size()).first;
-      streams.emplace_back();
+    return std::make_tuple(op->comm, kind, peer);
+  };
+  // A few streams (the usual call or group) are found by a linear search in reused storage; a
+  // large group (all-to-all as sends and receives) by a map.
+  constexpr size_t kLinearStreams = 16;
+  thread_local std::vector<Key> keys;
+  keys.clear();
+  std::map<Key, size_t> index;
+  size_t used = 0;
+  auto streamFor = [&](const Key& key) -> Stream& {
+    size_t at = used;
+    if (used <= kLinearStreams) {
+      at = static_cast<size_t>(std::find(keys.begin(), keys.end(), key) - keys.begin());
+    } else {
+      if (index.empty()) {
+        for (size_t i = 0; i < keys.size(); ++i) index.emplace(keys[i], i);
+      }
+      auto it = index.find(key);
+      if (it != index.end()) at = it->second;
     }
-    streams[it->second].push(op);
-  }
-  return streams;
+    if (at == used) {
+      keys.push_back(key);
+      if (!index.empty()) index.emplace(key, used);
+      if (streams->size() <= used) streams->emplace_back();
+      (*streams)[used].reset();
+      ++used;
+    }
+    return (*streams)[at];
+  };
+  for (Op* op : ops) streamFor(keyOf(op)).push(op);
+  streams->resize(used);
 }
 
 Result runStreams(std::vector<Stream>& streams) {
   const auto timeout = std::chrono::seconds(config::getInt(config::Knob::kTimeout));
-  auto lastProgress = Clock::now();
-  bool progressed = false;  // a stream advanced since lastProgress was read
+  // Read at the first stall, not here: a small call that never stalls reads no clock at all.
+  Clock::time_point lastProgress{};
+  bool progressed = true;  // a stream advanced since lastProgress was read (or it was never read)
   int localRanks = 1;
   for (Stream& s : streams) {
     if (!s.empty()) localRanks = std::max(localRanks, s.comm()->localRanks());

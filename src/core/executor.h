@@ -39,6 +39,8 @@ namespace mixccl {
 class Stream {
  public:
   void push(Op* op) { ops_.push_back(op); }
+  // Back to a new, empty stream, keeping the storage of its lists (partitionOps reuses streams).
+  void reset();
   bool empty() const { return ops_.empty(); }
   bool done() const { return finished_; }
   Communicator* comm() const { return ops_.empty() ? nullptr : ops_.front()->comm; }
@@ -113,8 +115,10 @@ class Stream {
 };
 
 // The streams of a run (group.h): per communicator, its collectives in issue order on one stream,
-// and its sends and receives on one stream per (peer, direction).
-std::vector<Stream> partitionOps(const std::vector<Op*>& ops);
+// and its sends and receives on one stream per (peer, direction). Fills *streams, reusing the
+// Stream objects already there: a thread that keeps one vector for call after call allocates
+// nothing here once warm (small calls pay for every allocation).
+void partitionOps(const std::vector<Op*>& ops, std::vector<Stream>* streams);
 
 // Runs all streams to completion (or the first error, after which the remaining streams are
 // abandoned; their communicators record the error as their async error).

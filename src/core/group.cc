@@ -51,7 +51,12 @@ class CallerSlots {
   }
 
  private:
-  std::vector<Communicator*> taken_;
+  // Per thread and reused (a run never nests in another on its thread): no allocation per call.
+  static std::vector<Communicator*>& takenList() {
+    thread_local std::vector<Communicator*> list;
+    return list;
+  }
+  std::vector<Communicator*>& taken_ = takenList();
 };
 
 // Issues `ops` (sequence numbers and stamps in issue order), queues the operations of
@@ -62,7 +67,9 @@ Result runOps(std::vector<std::unique_ptr<Op>>& ops) {
   // Per communicator in order of first appearance: whether any of its operations is queued. Then
   // all of its operations of this group go into one batch, so grouped sends and receives still
   // progress together; NULL-stream ones among them complete before the call returns.
-  std::vector<std::pair<Communicator*, bool>> comms;
+  // Reused from call to call, as below: a small collective pays for every allocation.
+  thread_local std::vector<std::pair<Communicator*, bool>> comms;
+  comms.clear();
   for (auto& op : ops) {
     auto it = std::find_if(comms.begin(), comms.end(), [&](const auto& c) { return c.first == op->comm; });
     if (it == comms.end()) it = comms.insert(comms.end(), {op->comm, false});
@@ -108,7 +115,8 @@ Result runOps(std::vector<std::unique_ptr<Op>>& ops) {
     Result q = comm->engine()->enqueue(std::move(batch), waitDone);
     if (r == Result::kSuccess) r = q;
   }
-  std::vector<Op*> sync;
+  thread_local std::vector<Op*> sync;
+  sync.clear();
   for (auto& op : ops) {
     if (op != nullptr && !queued(op->comm)) sync.push_back(op.get());
   }
@@ -128,7 +136,8 @@ Result runOps(std::vector<std::unique_ptr<Op>>& ops) {
       return r == Result::kSuccess ? p : r;
     }
   }
-  std::vector<Stream> streams = partitionOps(sync);
+  thread_local std::vector<Stream> streams;
+  partitionOps(sync, &streams);
   Result done = runStreams(streams);
   return r == Result::kSuccess ? done : r;
 }
@@ -202,7 +211,11 @@ Result submit(std::unique_ptr<Op> op) {
     tGroup.ops.push_back(std::move(op));
     return Result::kSuccess;
   }
-  std::vector<std::unique_ptr<Op>> ops;
+  thread_local std::vector<std::unique_ptr<Op>> ops;  // reused: no allocation per call
+  struct Done {                                       // the operation goes with the call, also when something throws
+    std::vector<std::unique_ptr<Op>>& ops;
+    ~Done() { ops.clear(); }
+  } done{ops};
   ops.push_back(std::move(op));
   return runOps(ops);
 }
