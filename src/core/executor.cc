@@ -655,7 +655,7 @@ void partitionOps(const std::vector<Op*>& ops, std::vector<Stream>* streams) {
 
 Result runStreams(std::vector<Stream>& streams) {
   const auto timeout = std::chrono::seconds(config::getInt(config::Knob::kTimeout));
-  // Read at the first stall, not here: a small call that never stalls reads no clock at all.
+  // Read during stalls only (below): a small call that waits a few polls reads no clock at all.
   Clock::time_point lastProgress{};
   bool progressed = true;  // a stream advanced since lastProgress was read (or it was never read)
   int localRanks = 1;
@@ -687,19 +687,21 @@ Result runStreams(std::vector<Stream>& streams) {
       published = false;
       continue;
     }
-    // The clock is read once per stall, not per step: small operations advance a few steps per
-    // call and each reading costs about as much as a step.
-    if (progressed) {
-      lastProgress = Clock::now();
-      progressed = false;
-    }
     bool deviceOnCores = false;
     for (const Stream& s : streams) deviceOnCores = deviceOnCores || (!s.done() && s.waitsOnHostCoreDevice());
     backoff.idle(deviceOnCores);
     if ((++polls & 63) != 0) continue;
     // Every 64 idle polls: transport housekeeping (a TCP accept is a system call, too costly
     // for every poll; connections an operation uses are driven by its own steps) and the flags.
-    const auto idleFor = Clock::now() - lastProgress;
+    // The clock is read here only, not per step or per stall: a small operation waits a few
+    // polls for its peer, and a reading costs about as much as a step. A stall thus counts
+    // from its 64th idle poll, microseconds late against deadlines of seconds.
+    const auto now = Clock::now();
+    if (progressed) {
+      lastProgress = now;
+      progressed = false;
+    }
+    const auto idleFor = now - lastProgress;
     for (Stream& s : streams) {
       if (s.done() || s.empty()) continue;
       result = s.comm()->progressTransports();
