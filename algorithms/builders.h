@@ -31,6 +31,8 @@ void buildBinomialReduce(const CollArgs& a, Schedule* s);
 void buildBinomialGather(const CollArgs& a, Schedule* s);
 void buildBinomialScatter(const CollArgs& a, Schedule* s);
 void buildBruckAlltoAll(const CollArgs& a, Schedule* s);
+void buildBruckAllGather(const CollArgs& a, Schedule* s);
+void buildBruckReduceScatter(const CollArgs& a, Schedule* s);
 void buildRecursiveDoublingAllGather(const CollArgs& a, Schedule* s);
 void buildRecursiveHalvingReduceScatter(const CollArgs& a, Schedule* s);
 void buildRabenseifnerAllReduce(const CollArgs& a, Schedule* s);

@@ -116,6 +116,36 @@ double halvingReduceScatter(double p, double n, double chunk, const LinkModel& m
   return t;
 }
 
+// Bruck all-gather and reduce-scatter (bruck_all_gather.cc, bruck_reduce_scatter.cc): round k
+// moves the blocks of min(2^k, p - 2^k) ranks, ceil(log2 p) rounds one after the other, (p-1)*n
+// bytes in all (combined, for the reduce-scatter). The reduce-scatter cuts blocks above a chunk
+// into s = ceil(n / chunk) even slices, one message per block and slice. The sums are written in
+// the terms of the algorithm each form ties with - recursive doubling / halving round by round
+// for a power of two, the ring's totals otherwise (s slices: (p-1)*s messages, the ring's count)
+// - so that equal costs are equal to the last bit and the tie goes to the one listed first.
+double bruckGatherScatter(CollKind kind, double p, double n, double chunk, const LinkModel& m) {
+  const bool rs = kind == CollKind::kReduceScatter;
+  if (p <= 1) return rs ? n * m.gamma : 0;
+  const double slices = rs && n > chunk ? msgs(n, chunk) : 1;
+  const double perByte = rs ? m.beta + m.gamma : m.beta;
+  const int ip = static_cast<int>(p);
+  if ((ip & (ip - 1)) == 0) {
+    double t = 0;
+    for (double span = rs ? p / 2 : 1; span >= 1 && span < p; span = rs ? span / 2 : span * 2) {
+      const double bytes = span * n;
+      t += (slices > 1 ? span * slices : msgs(bytes, chunk)) * m.alpha + bytes * perByte;
+    }
+    return t;
+  }
+  double messages = (p - 1) * slices;
+  if (slices == 1) {
+    messages = 0;
+    for (double bit = 1; bit < p; bit *= 2) messages += msgs(std::min(bit, p - bit) * n, chunk);
+  }
+  const double gamma = rs ? (p - 1) * n * m.gamma : 0;
+  return messages * m.alpha + (p - 1) * n * m.beta + gamma;
+}
+
 // Rabenseifner all-reduce (rabenseifner_all_reduce.cc): log2(p2) halving rounds of p2/2^(j+1)
 // pieces of n/p2 bytes (combined), the same rounds back as doubling ones (copied), and a fold
 // (combined) and unfold of n bytes each when p is not a power of two.
@@ -188,6 +218,7 @@ double predictSeconds(Algo algo, CollKind kind, int p, uint64_t nBytes, uint64_t
       return (rootMsgs + (P - 1) * msgs(piece, chunk)) * m.alpha + 2 * (P - 1) * piece * m.beta;
     }
     case Algo::kBruck: {
+      if (kind != CollKind::kAlltoAll) return bruckGatherScatter(kind, P, n, chunk, m);
       // Round k sends the n_k blocks whose index has bit k set (n_k <= p/2), in chunk-sized
       // messages; ceil(log2 p) rounds one after the other.
       double t = 0;

@@ -68,22 +68,39 @@ struct Blocks {
     const uint64_t len = length(b), off = j * piece;
     return off >= len ? 0 : std::min(piece, len - off);
   }
+  // Blocks [0, present(j)) have a piece j: all of them while the shorter blocks last, then the
+  // first `extra` (AllReduce with fewer elements than ranks: only those).
+  int present(uint64_t j) const {
+    const uint64_t off = j * piece;
+    return even || base > off ? p : static_cast<int>(extra);
+  }
   uint64_t rounds() const {
     const uint64_t longest = even ? size : base + (extra > 0 ? 1 : 0);
     return (longest + piece - 1) / piece;
   }
 };
 
+// Calls f(b) for b = r+1, r+2, ..., r+p-1 (mod p) (forward) or r-1, r-2, ..., r-(p-1) (backward),
+// skipping every b >= present: O(present) work, so 65,536 ranks with a few elements, whose blocks
+// are mostly empty, build in O(steps) per rank.
+template <class F>
+void forEachPresent(int r, int present, bool forward, F&& f) {
+  if (forward) {
+    for (int b = r + 1; b < present; ++b) f(b);
+    for (int b = 0; b < std::min(r, present); ++b) f(b);
+  } else {
+    for (int b = std::min(r, present) - 1; b >= 0; --b) f(b);
+    for (int b = present - 1; b > r; --b) f(b);
+  }
+}
+
 // Steps 1-4 of round j for rank r; the own block's piece lands in Output at outStart + j*L.
 void reduceRound(const CollArgs& a, const Blocks& bl, uint64_t j, uint64_t outStart, Schedule* s) {
   const int p = a.nranks, r = a.rank;
   const uint64_t L = bl.piece, mine = bl.pieceLen(r, j), off = j * L;
   if (mine > 0) s->steps.push_back(localCopy(Buf::kInput, bl.start(r) + off, Buf::kScratch, r * L, mine, false));
-  for (int k = 1; k < p; ++k) {
-    const int b = ringPeer(r, k, p);
-    const uint64_t len = bl.pieceLen(b, j);
-    if (len > 0) s->steps.push_back(sendStep(Buf::kInput, bl.start(b) + off, len, b));
-  }
+  forEachPresent(r, bl.present(j), /*forward=*/true,
+                 [&](int b) { s->steps.push_back(sendStep(Buf::kInput, bl.start(b) + off, bl.pieceLen(b, j), b)); });
   if (mine == 0) return;
   for (int k = 1; k < p; ++k) {
     const int q = ringPeer(r, -k, p);
@@ -130,11 +147,8 @@ void buildOrderedAllReduce(const CollArgs& a, Schedule* s) {
       for (int k = 1; k < p; ++k)
         s->steps.push_back(sendStep(Buf::kOutput, bl.start(r) + off, mine, ringPeer(r, k, p)));
     }
-    for (int k = 1; k < p; ++k) {
-      const int q = ringPeer(r, -k, p);
-      const uint64_t len = bl.pieceLen(q, j);
-      if (len > 0) s->steps.push_back(recvStep(q, Buf::kOutput, bl.start(q) + off, len));
-    }
+    forEachPresent(r, bl.present(j), /*forward=*/false,
+                   [&](int q) { s->steps.push_back(recvStep(q, Buf::kOutput, bl.start(q) + off, bl.pieceLen(q, j))); });
   }
 }
 

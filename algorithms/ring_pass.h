@@ -54,17 +54,39 @@ enum class RingRole { kOrigin, kRelay, kTerminal };
 // tests/unit/schedule_test.cc runs both orders through the simulator.
 inline bool ringAnchored(uint32_t fifoDepth) { return fifoDepth < 2; }
 
-// Calls visit(origin, role) for the n steps of rank `rank` in one pass, in execution order.
+// Calls visit(origin, role) for the steps of rank `rank` in one pass whose chain originates in
+// the cyclic range of ranks [lo, lo + len) (0 <= lo < nranks, 0 <= len <= nranks), in the order of
+// the whole pass below. The work is O(len): a pass whose other chains carry nothing (all-reduce
+// rounds with fewer elements than ranks) costs only its present chains, which keeps building a
+// schedule for 65,536 ranks O(steps) per rank. Chain o is at position (rank - o) mod n, so the
+// chains asked for occupy the cyclic range of positions [first, first + len), first = (rank - lo
+// - len + 1) mod n; it is visited in increasing position order (its wrapped part, positions from
+// 0, first), chain 0 deferred to the end when anchored.
 template <class F>
-inline void forEachRingStep(int rank, int nranks, bool anchored, F&& visit) {
+inline void forEachRingStepOfChains(int rank, int nranks, bool anchored, int lo, int len, F&& visit) {
   auto roleAt = [nranks](int p) {
     return p == 0 ? RingRole::kOrigin : (p == nranks - 1 ? RingRole::kTerminal : RingRole::kRelay);
   };
-  for (int p = 0; p < nranks; ++p) {
-    if (anchored && p == rank) continue;  // chain 0: deferred to the end
-    visit((rank - p + nranks) % nranks, roleAt(p));
+  auto positions = [&](int from, int to) {
+    for (int p = from; p < to; ++p) {
+      if (anchored && p == rank) continue;  // chain 0: deferred to the end
+      visit((rank - p + nranks) % nranks, roleAt(p));
+    }
+  };
+  const int first = (((rank - lo - len + 1) % nranks) + nranks) % nranks;
+  if (first + len <= nranks) {
+    positions(first, first + len);
+  } else {
+    positions(0, first + len - nranks);
+    positions(first, nranks);
   }
-  if (anchored) visit(0, roleAt(rank));
+  if (anchored && (nranks - lo) % nranks < len) visit(0, roleAt(rank));
+}
+
+// Calls visit(origin, role) for the n steps of rank `rank` in one pass, in execution order.
+template <class F>
+inline void forEachRingStep(int rank, int nranks, bool anchored, F&& visit) {
+  forEachRingStepOfChains(rank, nranks, anchored, 0, nranks, visit);
 }
 
 }  // namespace mixccl::algo

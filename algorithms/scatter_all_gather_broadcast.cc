@@ -59,6 +59,9 @@
 // link. alpha*(sum over the root's children c of ceil(min(c, p-c)*n/(p*chunk)) +
 // (p-1)*ceil(n/(p*chunk))) + beta*2*(p-1)/p*n.
 
+#include <algorithm>
+#include <vector>
+
 #include "algorithms/binomial_tree.h"
 #include "algorithms/builders.h"
 
@@ -109,8 +112,22 @@ void buildScatterAllGatherBroadcast(const CollArgs& a, Schedule* s) {
   }
 
   // 2. Ring all-gather of the pieces.
+  // With fewer elements than ranks only pieces [0, rem) exist; only the steps that send or
+  // receive one are visited (piece v - step or v - step - 1 below rem), so the work is O(steps).
   const int nextRank = ringPeer(a.rank, 1, p), prevRank = ringPeer(a.rank, -1, p);
-  for (int step = 0; step + 1 < p; ++step) {
+  std::vector<int> steps;
+  if (base > 0) {
+    for (int step = 0; step + 1 < p; ++step) steps.push_back(step);
+  } else {
+    for (int x = 0; x < static_cast<int>(rem); ++x) {
+      for (int step : {ringPeer(t.v, -x, p), ringPeer(t.v, -x - 1, p)}) {
+        if (step + 1 < p) steps.push_back(step);
+      }
+    }
+    std::sort(steps.begin(), steps.end());
+    steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
+  }
+  for (int step : steps) {
     const int sv = ringPeer(t.v, -step, p), rv = ringPeer(t.v, -step - 1, p);
     const uint64_t sLen = pieceLen(sv), rLen = pieceLen(rv);
     for (uint64_t off = 0; off < sLen || off < rLen; off += ch) {

@@ -95,7 +95,7 @@ bool algoSupports(Algo algo, CollKind kind) {
       return kind == CollKind::kBroadcast || kind == CollKind::kReduce || kind == CollKind::kGather ||
              kind == CollKind::kScatter;
     case Algo::kBruck:
-      return kind == CollKind::kAlltoAll;
+      return kind == CollKind::kAlltoAll || kind == CollKind::kAllGather || kind == CollKind::kReduceScatter;
     case Algo::kRecursiveHalving:
       return kind == CollKind::kReduceScatter;
     case Algo::kRabenseifner:
@@ -185,6 +185,8 @@ Result buildSchedule(const CollArgs& a, Schedule* out) {
     case CollKind::kAllGather:
       if (algo == Algo::kRecursiveDoubling) {
         buildRecursiveDoublingAllGather(a, out);
+      } else if (algo == Algo::kBruck) {
+        buildBruckAllGather(a, out);
       } else {
         buildRingAllGather(a, out);
       }
@@ -192,6 +194,8 @@ Result buildSchedule(const CollArgs& a, Schedule* out) {
     case CollKind::kReduceScatter:
       if (algo == Algo::kRecursiveHalving) {
         buildRecursiveHalvingReduceScatter(a, out);
+      } else if (algo == Algo::kBruck) {
+        buildBruckReduceScatter(a, out);
       } else if (algo == Algo::kOrdered) {
         buildOrderedReduceScatter(a, out);
       } else {

@@ -91,7 +91,7 @@ enum class Algo : uint8_t {
   kRecursiveHalving,   // ReduceScatter: log2(p) exchanges of halving halves
   kRabenseifner,       // AllReduce: recursive-halving reduce-scatter + recursive-doubling all-gather
   kOneShot,            // AllReduce: every rank sends its whole Input to every other rank (tiny messages)
-  kBruck,              // AlltoAll (and the logarithmic AllGather/ReduceScatter): ceil(log2 p) rounds
+  kBruck,              // AlltoAll, AllGather, ReduceScatter (NCCL's PAT): ceil(log2 p) rounds, any p
   kScatterAllGather,   // Broadcast (van de Geijn): scatter from the root, then a ring all-gather
   kDoubleBinaryTree,   // AllReduce: two binary trees, each reducing and broadcasting half the data
   // AllReduce, ReduceScatter, Reduce: every element's operands gathered to the rank that owns it

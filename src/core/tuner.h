@@ -27,7 +27,7 @@
 // excludes the listed names instead, and "coll:list;coll:list" sets lists per collective
 // ("allreduce:tree,ring;allgather:^ring"); a list without "coll:" applies to the collectives no
 // entry names. Names: NCCL's Ring, Tree (AllReduce: double binary tree; rooted collectives:
-// binomial trees) and PAT (the logarithmic AllGather/ReduceScatter), NCCL's names for hardware
+// binomial trees) and PAT (AllGather/ReduceScatter: the Bruck forms), NCCL's names for hardware
 // mixccl does not drive (CollnetDirect, CollnetChain, NVLS, NVLSTree: accepted, select nothing),
 // and mixccl's own (algoName(), '-' and '_' optional). Protocols: LL, LL128, Simple.
 //

@@ -275,7 +275,7 @@ uint64_t expectedSent(const Case& c, int rank) {
     const uint64_t notSent = (v + 1) % n;
     return scatter + cnt - (off(notSent + 1) - off(notSent));
   }
-  if (c.algo == Algo::kBruck) {
+  if (c.algo == Algo::kBruck && c.kind == CollKind::kAlltoAll) {
     // Round k (2^k < n) sends the blocks at every index 1 <= i < n with bit k set.
     uint64_t blocks = 0;
     for (int bit = 1; bit < c.nranks; bit <<= 1) {
@@ -283,6 +283,8 @@ uint64_t expectedSent(const Case& c, int rank) {
     }
     return blocks * cnt;
   }
+  // The rings, pairwise, and the Bruck all-gather and reduce-scatter (sum over the rounds of
+  // min(2^k, n - 2^k) blocks: n-1 of them).
   switch (c.kind) {
     case CollKind::kReduceScatter:
     case CollKind::kAllGather:
@@ -307,6 +309,22 @@ struct ScratchWant {
   bool exact = true;
 };
 
+// The Bruck reduce-scatter's scratch as its file states it: D offsets of a slice's width (D =
+// max(m, h), m = n - B, h = B/2, B the largest power of two below n), exact with several slices
+// or up to 4 ranks; with one slice at most (h + min(h, m)) * count.
+ScratchWant bruckReduceScatterScratch(const Case& c) {
+  const int n = c.nranks;
+  if (n <= 2) return {};
+  const int B = 1 << floorLog2(n - 1), m = n - B, h = B / 2;
+  const uint64_t D = std::max(m, h);
+  if (c.count > c.chunk) {
+    const uint64_t slices = (c.count + c.chunk - 1) / c.chunk;
+    return {D * ((c.count + slices - 1) / slices)};
+  }
+  if (n <= 4) return {D * c.count};
+  return {static_cast<uint64_t>(h + std::min(h, m)) * c.count, false};
+}
+
 ScratchWant expectedScratch(const Case& c, int rank) {
   if (c.count == 0 || c.nranks == 1) return {};
   const uint64_t n = c.nranks;
@@ -330,7 +348,12 @@ ScratchWant expectedScratch(const Case& c, int rank) {
     // A subtree's stream (at most half the blocks), or on the root one chunk.
     return {std::max((n + 1) / 2 * c.count, c.chunk), false};
   }
-  if (c.algo == Algo::kBruck) return {n / 2 * c.count, false};  // the blocks of one round
+  if (c.algo == Algo::kBruck && c.kind == CollKind::kAlltoAll) return {n / 2 * c.count, false};  // one round's blocks
+  if (c.algo == Algo::kBruck && c.kind == CollKind::kAllGather) {
+    // The longest piece whose range passes block n-1 (ranges of one block never do).
+    return {n <= 3 ? 0 : std::min(c.chunk, n / 2 * c.count), n <= 3};
+  }
+  if (c.algo == Algo::kBruck && c.kind == CollKind::kReduceScatter) return bruckReduceScatterScratch(c);
   // One slot per rank for a piece of the block a rank folds (ordered Reduce: only the root).
   if (c.algo == Algo::kOneShot) return {n * std::min(c.count, c.chunk)};
   if (c.algo == Algo::kOrdered) {
@@ -494,6 +517,8 @@ TEST(ScheduleMatrix, AllReduceOneShot) { runMatrix(CollKind::kAllReduce, Algo::k
 TEST(ScheduleMatrix, AllReduceOrdered) { runMatrix(CollKind::kAllReduce, Algo::kOrdered); }
 TEST(ScheduleMatrix, ReduceScatterOrdered) { runMatrix(CollKind::kReduceScatter, Algo::kOrdered); }
 TEST(ScheduleMatrix, ReduceOrdered) { runMatrix(CollKind::kReduce, Algo::kOrdered); }
+TEST(ScheduleMatrix, AllGatherBruck) { runMatrix(CollKind::kAllGather, Algo::kBruck); }
+TEST(ScheduleMatrix, ReduceScatterBruck) { runMatrix(CollKind::kReduceScatter, Algo::kBruck); }
 
 // The algorithms that fold in rank order (one-shot, ordered) at every rank count from 1 to 33,
 // counts below, at and above the rank count, several chunkings, in and out of place, FIFO depth
@@ -712,6 +737,96 @@ TEST(ScheduleMatrix, HalvingDoublingTakeLogarithmicHops) {
                 "");
       const uint64_t want = 2 * f.rounds + (count == 1 ? foldHops / 2 : foldHops);
       EXPECT_EQ(ra.criticalHops, want) << "rabenseifner, " << n << " ranks, count " << count;
+    }
+  }
+}
+
+// The Bruck all-gather and reduce-scatter at every rank count from 1 to 33 (every pattern of
+// wrapping ranges, first-round sizes and staged pieces): counts below, at and above the rank
+// count and above the chunk (several slices of the reduce-scatter, even and uneven), chunks that
+// cut ranges into one or many pieces, in and out of place, sum and max, FIFO depths 1 and 4.
+TEST(ScheduleMatrix, BruckGatherScatterAtEveryRankCount) {
+  for (int n = 1; n <= 33; ++n) {
+    for (uint64_t count : std::vector<uint64_t>{1, 2, 3, static_cast<uint64_t>(n), 37}) {
+      for (uint64_t chunk : {1ull, 2ull, 4ull, 7ull, 64ull, 1ull << 20}) {
+        for (bool inPlace : {false, true}) {
+          for (size_t depth : {size_t{1}, size_t{4}}) {
+            for (CollKind kind : {CollKind::kAllGather, CollKind::kReduceScatter}) {
+              for (SimOp op : {SimOp::kSum, SimOp::kMax}) {
+                if (op == SimOp::kMax && (kind == CollKind::kAllGather || depth != 1)) continue;
+                Case c{kind, n, count, chunk, 0, inPlace, depth, op, Algo::kBruck};
+                ASSERT_EQ(runCase(c), "") << c.str();
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// Exact critical paths of the Bruck all-gather and reduce-scatter, 2..64 ranks, one element per
+// rank: every round's range (at most 32 blocks) fits one 64-element message, wrapping ranges
+// included (they are staged, not split), so ceil(log2 n) hops for every n - recursive doubling
+// and halving take two more whenever n is not a power of two. With 3 elements per rank and
+// 16-element chunks the larger rounds take several messages in a row.
+TEST(ScheduleMatrix, BruckGatherScatterTakeCeilLog2Hops) {
+  for (int n = 2; n <= 64; ++n) {
+    const uint64_t clg = floorLog2(n) + ((1 << floorLog2(n)) < n ? 1 : 0);
+    for (CollKind kind : {CollKind::kAllGather, CollKind::kReduceScatter}) {
+      SimStats st;
+      Case one{kind, n, 1, 64, 0, false, 1, SimOp::kSum, Algo::kBruck};
+      ASSERT_EQ(runCase(one, &st), "") << one.str();
+      EXPECT_EQ(st.criticalHops, clg) << one.str();
+      // Every message of every round is sent in a row by the same rank: hops = messages per rank.
+      Case three{kind, n, 3, 16, 0, false, 1, SimOp::kSum, Algo::kBruck};
+      ASSERT_EQ(runCase(three, &st), "") << three.str();
+      uint64_t perRank = 0;
+      for (int bit = 1; bit < n; bit <<= 1) perRank += (3 * std::min(bit, n - bit) + 15) / 16;
+      EXPECT_EQ(st.criticalHops, perRank) << three.str();
+      EXPECT_EQ(st.messages, perRank * n) << three.str();
+    }
+  }
+}
+
+// The Bruck reduce-scatter's scratch never exceeds 2n/3 blocks (1 slice) or floor(n/2) slices of
+// at most a chunk (several), and its one-slice bound is at most n/2 blocks for powers of two,
+// (n+1)/2 for 2^j + 1 ranks, as the file states; never more than recursive halving's n blocks.
+TEST(ScheduleMatrix, BruckReduceScatterScratchIsBounded) {
+  for (int n = 2; n <= 130; ++n) {
+    for (uint64_t count : {1ull, 5ull, 64ull, 100ull}) {
+      for (uint64_t chunk : {7ull, 64ull, 1ull << 20}) {
+        CollArgs a;
+        a.kind = CollKind::kReduceScatter;
+        a.algo = Algo::kBruck;
+        a.nranks = n;
+        a.count = count;
+        a.chunkElems = chunk;
+        const Case c{a.kind, n, count, chunk, 0, false, 1, SimOp::kSum, Algo::kBruck};
+        const ScratchWant want = bruckReduceScatterScratch(c);
+        for (int r = 0; r < n; ++r) {
+          a.rank = r;
+          Schedule s;
+          ASSERT_EQ(buildSchedule(a, &s), Result::kSuccess);
+          const std::string at = c.str() + " rank " + std::to_string(r);
+          if (want.exact) {
+            EXPECT_EQ(s.scratchElems, want.elems) << at;
+          } else {
+            EXPECT_LE(s.scratchElems, want.elems) << at;
+          }
+          if (count > chunk) {
+            EXPECT_LE(s.scratchElems, static_cast<uint64_t>(n / 2) * chunk) << at;
+          } else {
+            EXPECT_LE(3 * s.scratchElems, 2 * static_cast<uint64_t>(n) * count) << at;
+            if ((n & (n - 1)) == 0) {
+              EXPECT_LE(s.scratchElems, static_cast<uint64_t>(n / 2) * count) << at;
+            }
+            if (((n - 1) & (n - 2)) == 0) {
+              EXPECT_LE(s.scratchElems, static_cast<uint64_t>((n + 1) / 2) * count) << at;
+            }
+          }
+        }
+      }
     }
   }
 }
@@ -1208,6 +1323,19 @@ TEST(ScheduleCost, LogarithmicFormsWinWhereTheirFilesSay) {
             predictSeconds(Algo::kRing, CollKind::kReduceScatter, 16, 8, 1 << 20, m));
   EXPECT_LT(predictSeconds(Algo::kRecursiveDoubling, CollKind::kAllGather, 16, 8, 1 << 20, m),
             predictSeconds(Algo::kRing, CollKind::kAllGather, 16, 8, 1 << 20, m));
+  // Bruck (PAT): the halving/doubling rounds without their fold and unfold when p is not a power
+  // of two, the same rounds and bytes when it is (a tie, which the tuner gives to the algorithm
+  // listed first); the ring's bytes, so no worse than ring by more than its latency at 64 MiB.
+  for (CollKind kind : {CollKind::kAllGather, CollKind::kReduceScatter}) {
+    const Algo halving = kind == CollKind::kAllGather ? Algo::kRecursiveDoubling : Algo::kRecursiveHalving;
+    EXPECT_LT(predictSeconds(Algo::kBruck, kind, 12, 8, 1 << 20, m), predictSeconds(halving, kind, 12, 8, 1 << 20, m));
+    EXPECT_LT(predictSeconds(Algo::kBruck, kind, 12, 8, 1 << 20, m),
+              predictSeconds(Algo::kRing, kind, 12, 8, 1 << 20, m));
+    EXPECT_DOUBLE_EQ(predictSeconds(Algo::kBruck, kind, 16, 8, 1 << 20, m),
+                     predictSeconds(halving, kind, 16, 8, 1 << 20, m));
+    EXPECT_LT(predictSeconds(Algo::kBruck, kind, 12, big, 1 << 20, m),
+              1.1 * predictSeconds(Algo::kRing, kind, 12, big, 1 << 20, m));
+  }
 }
 
 }  // namespace

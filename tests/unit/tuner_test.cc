@@ -116,6 +116,30 @@ TEST(Tuner, NcclSyntaxListsExclusionsAndPerCollectiveEntries) {
   }
 }
 
+// NCCL's PAT is the Bruck all-gather and reduce-scatter. Without a policy they take the small
+// calls off powers of two, where recursive doubling / halving pay a fold and an unfold; on powers
+// of two the model ties them with those, which are listed first and keep them; large calls stay
+// on the ring.
+TEST(Tuner, PatIsTheBruckAllGatherAndReduceScatter) {
+  Tuner t;
+  TuneFacts f = twoRanksShm();
+  f.nranks = 12;
+  ASSERT_EQ(t.configure("PAT", "", f), Result::kSuccess) << lastError();
+  for (uint64_t count : {1ull, 1ull << 20, 1ull << 26}) {
+    EXPECT_EQ(chosen(t, CollKind::kAllGather, count), Algo::kBruck) << count;
+    EXPECT_EQ(chosen(t, CollKind::kReduceScatter, count), Algo::kBruck) << count;
+  }
+  ASSERT_EQ(t.configure("", "", f), Result::kSuccess) << lastError();
+  EXPECT_EQ(chosen(t, CollKind::kAllGather, 2), Algo::kBruck);
+  EXPECT_EQ(chosen(t, CollKind::kReduceScatter, 2), Algo::kBruck);
+  EXPECT_EQ(chosen(t, CollKind::kAllGather, 16 << 20), Algo::kRing);
+  EXPECT_EQ(chosen(t, CollKind::kReduceScatter, 16 << 20), Algo::kRing);
+  f.nranks = 16;
+  ASSERT_EQ(t.configure("", "", f), Result::kSuccess) << lastError();
+  EXPECT_EQ(chosen(t, CollKind::kAllGather, 2), Algo::kRecursiveDoubling);
+  EXPECT_EQ(chosen(t, CollKind::kReduceScatter, 2), Algo::kRecursiveHalving);
+}
+
 TEST(Tuner, BadAlgorithmPoliciesAreRefusedNamingTheValidChoices) {
   Tuner t;
   EXPECT_EQ(t.configure("Rnig", "", twoRanksShm()), Result::kInvalidArgument);
