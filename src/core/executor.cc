@@ -439,6 +439,29 @@ Result Stream::checkPending(bool probe) {
       MIXCCL_TRY(checkOldestFrom(op, peer));
     }
   }
+  // After a long stall, also the lanes from every other peer this rank has ever received from:
+  // a message of this very sequence number with another stamp there is a mismatch even though
+  // this operation never reads that lane. Without this look, ranks can wait in a cycle in which
+  // each one's evidence sits on a lane its own operation ignores: a rank that took a different
+  // broadcast root waits for its (wrong) parent, which finished and waits in the next operation
+  // for a rank that in turn waits for it, while the message of the real root lies unread.
+  // A message of another sequence number is left alone (a peer may legitimately run ahead).
+  // Existing connections only: looking must not open a mesh of them.
+  if (probe && op.lane == kLaneColl) {
+    for (int peer = 0; peer < op.comm->nranks(); ++peer) {
+      RecvConnection* rconn = op.comm->existingRecvConnection(peer, op.lane);
+      if (seen[peer] || rconn == nullptr) continue;
+      const void* data = nullptr;
+      size_t bytes = 0;
+      uint64_t stamp = 0;
+      Result r = peekData(op, rconn, peer, &data, &bytes, &stamp);
+      if (r == Result::kInvalidUsage) return r;  // a probe of this sequence number with another stamp
+      // Nothing there, or a peer that left (legitimately, perhaps: this operation needs nothing
+      // from it); only the steps that need a peer decide whether its absence is an error.
+      if (r != Result::kSuccess) continue;
+      if (sameSeq(stamp, op.stamp) && stamp != op.stamp) return stampMismatch(op, stamp, peer);
+    }
+  }
   return Result::kSuccess;
 }
 
