@@ -68,11 +68,7 @@ std::vector<Param> cells(Matrix m) {
 class CollAlgoTest : public ::testing::TestWithParam<Param> {
  protected:
   void SetUp() override {
-    setenv("NCCL_SHM_DISABLE", std::string(GetParam().transport) == "tcp" ? "1" : "0", 1);
-    // Small chunks so that the large count streams through many pipelined messages.
-    setenv("MIXCCL_CHUNK_SIZE", "16384", 1);
-    setenv("MIXCCL_FIFO_DEPTH", "4", 1);
-    setenv("MIXCCL_TIMEOUT", "120", 1);
+    setCollTestEnv(GetParam().transport);
     setenv("NCCL_ALGO", algorithmPolicy(GetParam().algo).c_str(), 1);
     config::resetForTesting();
   }

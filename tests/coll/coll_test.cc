@@ -37,11 +37,7 @@ std::string paramName(const ::testing::TestParamInfo<Param>& info) {
 class CollTest : public ::testing::TestWithParam<Param> {
  protected:
   void SetUp() override {
-    setenv("NCCL_SHM_DISABLE", std::string(GetParam().transport) == "tcp" ? "1" : "0", 1);
-    // Small chunks so that the large count streams through many pipelined messages.
-    setenv("MIXCCL_CHUNK_SIZE", "16384", 1);
-    setenv("MIXCCL_FIFO_DEPTH", "4", 1);
-    setenv("MIXCCL_TIMEOUT", "120", 1);
+    setCollTestEnv(GetParam().transport);
     config::resetForTesting();
   }
   void TearDown() override { config::resetForTesting(); }

@@ -15,7 +15,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "tests/support/algo_policy.h"
@@ -37,6 +39,16 @@ enum class Matrix {
   // third of the full matrix's time: the form for the many (algorithm, ranks, transport) cells.
   kLight,
 };
+
+// The environment the thread suites run collectives in (followed by config::resetForTesting()):
+// the transport, and small chunks so that the large count streams through many pipelined
+// messages.
+inline void setCollTestEnv(const char* transport) {
+  setenv("NCCL_SHM_DISABLE", std::string(transport) == "tcp" ? "1" : "0", 1);
+  setenv("MIXCCL_CHUNK_SIZE", "16384", 1);
+  setenv("MIXCCL_FIFO_DEPTH", "4", 1);
+  setenv("MIXCCL_TIMEOUT", "120", 1);
+}
 
 inline const char* matrixName(Matrix m) { return m == Matrix::kFull ? "full" : "light"; }
 
