@@ -58,9 +58,22 @@ struct OclRegistration {
   size_t bytes;
 };
 
-// Kernels run one work-item per element; the global size is rounded up to this (the kernels
-// check their index) so the implementation can pick a work-group size for any count.
-constexpr size_t kGlobalRound = 64;
+// Kernels run one work-item per element and do not check their index (a check keeps POCL from
+// vectorising them, opencl_kernels.cc), so a launch covers exactly n items: a body of a multiple of
+// this, for which the implementation can pick a good work-group size, and the rest as a second
+// launch at that global offset.
+constexpr size_t kBodyMultiple = 64;
+
+// `ev` (may be null) receives the event of the last launch.
+cl_int enqueueExact(cl_command_queue q, cl_kernel k, size_t n, cl_event* ev) {
+  const size_t body = n / kBodyMultiple * kBodyMultiple;
+  const size_t rest = n - body;
+  if (body > 0) {
+    const cl_int err = clEnqueueNDRangeKernel(q, k, 1, nullptr, &body, nullptr, 0, nullptr, rest > 0 ? nullptr : ev);
+    if (err != CL_SUCCESS || rest == 0) return err;
+  }
+  return clEnqueueNDRangeKernel(q, k, 1, &body, &rest, nullptr, 0, nullptr, ev);
+}
 
 Result clFail(cl_int err, const char* what) {
   return fail(Result::kUnhandledDeviceError, "OpenCL backend: %s failed (%s, %d)", what, clErrorName(err), err);
@@ -403,8 +416,7 @@ Result OpenclBackend::enqueueCopy(cl_command_queue q, const Operand& dst, const 
     MIXCCL_TRY(setPointerArg(k, 2, src));
     MIXCCL_TRY(setArg<cl_ulong>(k, 3, offsetOf(src)));
     MIXCCL_TRY(setArg<cl_ulong>(k, 4, bytes));
-    const size_t global = (bytes + kGlobalRound - 1) / kGlobalRound * kGlobalRound;
-    err = clEnqueueNDRangeKernel(q, k, 1, nullptr, &global, nullptr, 0, nullptr, ev);
+    err = enqueueExact(q, k, bytes, ev);
     if (err != CL_SUCCESS) return clFail(err, "clEnqueueNDRangeKernel(copy_bytes)");
   }
   return Result::kSuccess;
@@ -475,7 +487,7 @@ Result OpenclBackend::reduceImpl(void* dst, void* dst2, const void* a, const voi
   }
   const cl_int flags = (a != nullptr ? 1 : 0) | (pre ? 2 : 0) | (post ? 4 : 0);
   cl_kernel k = nullptr;
-  MIXCCL_TRY(rt_->reduceKernel(spec.dtype, flags, &k));
+  MIXCCL_TRY(rt_->reduceKernel(spec.dtype, spec.op, flags, &k));
   const cl_command_queue q = queueOf(queue);
 
   // Operands the kernel cannot take directly (plain host memory, misaligned) go through one SVM
@@ -540,7 +552,6 @@ Result OpenclBackend::reduceImpl(void* dst, void* dst2, const void* a, const voi
       std::memcpy(&u, &f, sizeof(f));
       divBits = u;
     }
-    const size_t global = (count + kGlobalRound - 1) / kGlobalRound * kGlobalRound;
     std::lock_guard<std::mutex> lock(rt_->kernelMu());
     r = [&]() -> Result {
       MIXCCL_TRY(setPointerArg(k, ocl::kArgDst, use[0]));
@@ -558,7 +569,7 @@ Result OpenclBackend::reduceImpl(void* dst, void* dst2, const void* a, const voi
       MIXCCL_TRY(setPointerArg(k, ocl::kArgDst2, dual ? ops[3] : use[0]));
       MIXCCL_TRY(setArg<cl_ulong>(k, ocl::kArgDst2Off, offsetOf(dual ? ops[3] : use[0])));
       MIXCCL_TRY(setArg<cl_int>(k, ocl::kArgDual, dual ? 1 : 0));
-      cl_int err = clEnqueueNDRangeKernel(q, k, 1, nullptr, &global, nullptr, 0, nullptr, tailOut());
+      cl_int err = enqueueExact(q, k, count, tailOut());
       if (err != CL_SUCCESS) return clFail(err, "clEnqueueNDRangeKernel(reduce)");
       return Result::kSuccess;
     }();

@@ -6,10 +6,11 @@
 // kernels bit for bit).
 //
 // Kernel signatures (all operands are a global pointer plus a byte offset):
-//   reduce_<dtype>_<flags>(dst, dOff, a, aOff, b, bOff, ulong n, int op, int flags, ulong scalarBits,
-//                          ulong divisor, ulong divBits, dst2, d2Off, int dual)
-//     op: 0 sum, 1 prod, 2 max, 3 min; flags (0..7, part of the name, fixed at compile time):
-//     1 = a present, 2 = pre(), 4 = post();
+//   reduce_<dtype>_<op>_<flags>(dst, dOff, a, aOff, b, bOff, ulong n, int op, int flags, ulong scalarBits,
+//                               ulong divisor, ulong divBits, dst2, d2Off, int dual)
+//     op (0 sum, 1 prod, 2 max, 3 min) and flags (0..7: 1 = a present, 2 = pre(), 4 = post()) are
+//     part of the name, fixed at compile time; the arguments repeat them unread;
+//     every kernel is launched with exactly n work-items (global id = element index; no range check);
 //     scalarBits: the ReduceSpec scalar's 8 bytes, little-endian; divisor: the integer divisor;
 //     divBits: the divisor converted to the arithmetic type (float or double bits);
 //     dual != 0: the result is stored at dst2 + d2Off as well (a run-time flag: it only decides
@@ -21,8 +22,9 @@
 namespace mixccl::ocl {
 
 extern const char* const kKernelSource;
-// Indexed by DataType; the kernel name is this + "_" + flags.
+// Indexed by DataType; the kernel name is this + "_" + op + "_" + flags.
 extern const char* const kReduceKernelNames[kNumDataTypes];
+constexpr int kNumReduceOps = 4;
 constexpr int kNumReduceVariants = 8;
 extern const char* const kCopyKernelName;
 

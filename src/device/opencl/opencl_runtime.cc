@@ -322,12 +322,14 @@ Result Runtime::buildProgram() {
   }
   for (int t = 0; t < kNumDataTypes; ++t) {
     if (static_cast<DataType>(t) == DataType::kFloat64 && !fp64_) continue;
-    for (int v = 0; v < kNumReduceVariants; ++v) {
-      const std::string name = std::string(kReduceKernelNames[t]) + "_" + std::to_string(v);
-      reduceKernels_[t][v] = clCreateKernel(program_, name.c_str(), &err);
-      if (err != CL_SUCCESS) {
-        return fail(Result::kInternalError, "OpenCL backend: clCreateKernel(%s) failed (%s)", name.c_str(),
-                    clErrorName(err));
+    for (int o = 0; o < kNumReduceOps; ++o) {
+      for (int v = 0; v < kNumReduceVariants; ++v) {
+        const std::string name = std::string(kReduceKernelNames[t]) + "_" + std::to_string(o) + "_" + std::to_string(v);
+        reduceKernels_[t][o][v] = clCreateKernel(program_, name.c_str(), &err);
+        if (err != CL_SUCCESS) {
+          return fail(Result::kInternalError, "OpenCL backend: clCreateKernel(%s) failed (%s)", name.c_str(),
+                      clErrorName(err));
+        }
       }
     }
   }
@@ -339,13 +341,17 @@ Result Runtime::buildProgram() {
   return Result::kSuccess;
 }
 
-Result Runtime::reduceKernel(DataType dtype, int flags, cl_kernel* out) {
+Result Runtime::reduceKernel(DataType dtype, RedOpKind op, int flags, cl_kernel* out) {
   std::call_once(buildOnce_, [this] {
     buildResult_ = buildProgram();
     if (buildResult_ != Result::kSuccess) buildError_ = lastFailure();
   });
   if (buildResult_ != Result::kSuccess) return fail(buildResult_, "%s", buildError_.c_str());
-  *out = reduceKernels_[static_cast<int>(dtype)][flags & (kNumReduceVariants - 1)];
+  const int o = static_cast<int>(op);
+  if (o < 0 || o >= kNumReduceOps) {
+    return fail(Result::kInternalError, "OpenCL backend: no kernel for reduction operator %d", o);
+  }
+  *out = reduceKernels_[static_cast<int>(dtype)][o][flags & (kNumReduceVariants - 1)];
   if (*out == nullptr) {
     return fail(Result::kInvalidUsage, "OpenCL backend: device of '%s' has no %s support (cl_khr_fp64)",
                 platformName_.c_str(), dataTypeName(dtype));
@@ -354,7 +360,7 @@ Result Runtime::reduceKernel(DataType dtype, int flags, cl_kernel* out) {
 }
 
 Result Runtime::copyKernel(cl_kernel* out) {
-  MIXCCL_TRY(reduceKernel(DataType::kInt8, 0, out));  // builds the program
+  MIXCCL_TRY(reduceKernel(DataType::kInt8, RedOpKind::kSum, 0, out));  // builds the program
   *out = copyKernel_;
   return Result::kSuccess;
 }

@@ -92,8 +92,8 @@ class Runtime {
   const void* dispatch() const { return dispatch_; }
 
   // The built program's kernels (built on first call; the build log is in the failure message).
-  // `flags`: 1 = a present, 2 = pre(), 4 = post() (opencl_kernels.h).
-  Result reduceKernel(DataType dtype, int flags, cl_kernel* out);
+  // `op`: kSum..kMin; `flags`: 1 = a present, 2 = pre(), 4 = post() (opencl_kernels.h).
+  Result reduceKernel(DataType dtype, RedOpKind op, int flags, cl_kernel* out);
   Result copyKernel(cl_kernel* out);
   std::mutex& kernelMu() { return kernelMu_; }
 
@@ -131,7 +131,7 @@ class Runtime {
   Result buildResult_ = Result::kSuccess;
   std::string buildError_;
   cl_program program_ = nullptr;
-  cl_kernel reduceKernels_[kNumDataTypes][kNumReduceVariants] = {};
+  cl_kernel reduceKernels_[kNumDataTypes][kNumReduceOps][kNumReduceVariants] = {};
   cl_kernel copyKernel_ = nullptr;
   std::mutex kernelMu_;
 
