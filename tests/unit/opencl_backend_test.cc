@@ -241,6 +241,36 @@ TEST_F(OpenclBackendTest, CheckStreamRefusesWhatIsNotOurQueue) {
   clReleaseCommandQueue(mine);
 }
 
+// checkStream remembers the queues it accepted (retaining them, so that a remembered address is
+// always that queue) and forgets the oldest beyond a bound. Many queues, each released by the
+// user after use, go through that bound; the checks still refuse what they refused before, and
+// the queues they accepted stay usable for work after the user dropped them while listed.
+TEST_F(OpenclBackendTest, CheckStreamRemembersAcceptedQueuesWithinABound) {
+  std::vector<cl_command_queue> queues;
+  for (size_t i = 0; i < 3 * ocl::Runtime::kKnownQueues; ++i) {
+    cl_command_queue q = newUserQueue();
+    EXPECT_EQ(dev_->checkStream(q), Result::kSuccess) << lastError();
+    EXPECT_EQ(dev_->checkStream(q), Result::kSuccess) << lastError();  // remembered
+    queues.push_back(q);
+  }
+  uint64_t notAQueue[4] = {0x1234, 0, 0, 0};
+  EXPECT_EQ(dev_->checkStream(notAQueue), Result::kInvalidArgument);
+  // The newest queues are listed: a check after the user's release is still sound, and the queue
+  // still runs work through the backend.
+  cl_command_queue last = queues.back();
+  clRetainCommandQueue(last);
+  for (cl_command_queue q : queues) clReleaseCommandQueue(q);
+  EXPECT_EQ(dev_->checkStream(last), Result::kSuccess) << lastError();
+  Fence* f = nullptr;
+  ASSERT_EQ(dev_->markStart(last, &f), Result::kSuccess) << lastError();
+  Result r = Result::kInProgress;
+  for (int i = 0; i < 100000 && r == Result::kInProgress; ++i) r = dev_->query(f);
+  EXPECT_EQ(r, Result::kSuccess) << lastError();
+  dev_->releaseFence(f);
+  clFinish(last);
+  clReleaseCommandQueue(last);
+}
+
 TEST_F(OpenclBackendTest, MarkStartWaitsForEarlierUserWork) {
   cl_command_queue uq = newUserQueue();
   cl_int err = CL_SUCCESS;

@@ -189,7 +189,7 @@ MemKind OpenclBackend::memKind(const void* ptr) const {
 }
 
 Result OpenclBackend::checkStream(void* stream) const {
-  if (stream == nullptr) return Result::kSuccess;
+  if (stream == nullptr || rt_->knownQueue(stream)) return Result::kSuccess;
   const void* word = nullptr;
   if (!readFirstWord(stream, &word) || word != rt_->dispatch()) {
     return fail(Result::kInvalidArgument,
@@ -213,6 +213,7 @@ Result OpenclBackend::checkStream(void* stream) const {
                 "the first communicator",
                 stream, ctx != rt_->context() ? "context" : "device");
   }
+  rt_->rememberQueue(q);
   return Result::kSuccess;
 }
 

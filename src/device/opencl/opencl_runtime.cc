@@ -431,6 +431,21 @@ Operand Runtime::resolve(const void* p, size_t bytes) const {
   return op;
 }
 
+bool Runtime::knownQueue(const void* q) const {
+  for (const auto& k : knownQueues_) {
+    if (k.load(std::memory_order_acquire) == q) return true;
+  }
+  return false;
+}
+
+void Runtime::rememberQueue(cl_command_queue q) {
+  std::lock_guard<std::mutex> lock(knownMu_);
+  if (knownQueue(q) || clRetainCommandQueue(q) != CL_SUCCESS) return;
+  auto& slot = knownQueues_[knownNext_++ % kKnownQueues];
+  const void* old = slot.exchange(q, std::memory_order_acq_rel);
+  if (old != nullptr) clReleaseCommandQueue(static_cast<cl_command_queue>(const_cast<void*>(old)));
+}
+
 void Runtime::releaseOperand(const Operand& op) {
   if (op.kind == Operand::kMem && op.mem != nullptr) clReleaseMemObject(op.mem);
 }

@@ -25,6 +25,8 @@
 #endif
 #include <CL/cl.h>
 
+#include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -97,6 +99,16 @@ class Runtime {
   Result copyKernel(cl_kernel* out);
   std::mutex& kernelMu() { return kernelMu_; }
 
+  // Command queues checkStream() accepted (of this context and device). A listed queue is
+  // retained, so its address cannot be reused by another object while it is listed: the same
+  // pointer is the same queue, and a later call need not look at it again (the check reads
+  // memory through a system call and asks the queue twice: about 18 us of a 35 us enqueueing
+  // call when its caches are cold). At most kKnownQueues; the oldest is released first. knownQueue
+  // takes no lock.
+  static constexpr size_t kKnownQueues = 16;
+  bool knownQueue(const void* q) const;
+  void rememberQueue(cl_command_queue q);
+
   // Range table.
   void addRange(const Range& r);
   // Removes the first range that starts at `start` and satisfies `match`.
@@ -134,6 +146,10 @@ class Runtime {
   cl_kernel reduceKernels_[kNumDataTypes][kNumReduceOps][kNumReduceVariants] = {};
   cl_kernel copyKernel_ = nullptr;
   std::mutex kernelMu_;
+
+  std::array<std::atomic<const void*>, kKnownQueues> knownQueues_{};
+  std::mutex knownMu_;  // writers of knownQueues_
+  size_t knownNext_ = 0;
 
   mutable std::shared_mutex rangesMu_;
   std::multimap<uintptr_t, Range> ranges_;
