@@ -193,9 +193,12 @@ TEST(Tuner, DeterministicModeKeepsTheRankOrderFolds) {
         EXPECT_TRUE(algo::algoIsOrdered(chosen(t, k, count))) << policy << " " << collName(k) << " " << count;
       }
     }
-    if (std::string(policy) == "allreduce:one-shot")
+    if (std::string(policy) == "allreduce:one-shot") {
       EXPECT_EQ(chosen(t, CollKind::kAllReduce, 1 << 26), Algo::kOneShot);
-    if (std::string(policy) == "allreduce:^one-shot") EXPECT_EQ(chosen(t, CollKind::kAllReduce, 1), Algo::kOrdered);
+    }
+    if (std::string(policy) == "allreduce:^one-shot") {
+      EXPECT_EQ(chosen(t, CollKind::kAllReduce, 1), Algo::kOrdered);
+    }
   }
   Tuner t;
   ASSERT_EQ(t.configure("Ring", "", f), Result::kSuccess);
