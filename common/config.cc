@@ -3,6 +3,7 @@
 #include "common/config.h"
 
 #include <array>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -78,6 +79,10 @@ static_assert(std::size(kTable) == static_cast<size_t>(Knob::kCount_), "every kn
 
 struct Cache {
   std::once_flag once;
+  // Set (release) once load() finished: the getters' fast path. std::call_once alone costs two
+  // thread-local stores (libstdc++ passes the callable through TLS) on every call, and a small
+  // collective reads several knobs.
+  std::atomic<bool> loaded{false};
   std::array<std::string, std::size(kTable)> strings;
   std::array<int64_t, std::size(kTable)> ints{};
   std::array<bool, std::size(kTable)> isDefault{};
@@ -121,7 +126,11 @@ void load(Cache* c) {
 
 Cache& cache() {
   Cache* c = gCache;
-  std::call_once(c->once, [c] { load(c); });
+  if (c->loaded.load(std::memory_order_acquire)) return *c;
+  std::call_once(c->once, [c] {
+    load(c);
+    c->loaded.store(true, std::memory_order_release);
+  });
   return *c;
 }
 

@@ -19,6 +19,7 @@ namespace mixccl::log {
 
 std::atomic<Level> gLevel{Level::kNone};
 std::atomic<uint64_t> gSubsys{kInit | kEnv};
+std::atomic<bool> gInited{false};
 
 namespace {
 
@@ -120,11 +121,17 @@ const char* levelName(Level level) {
 
 }  // namespace
 
-void init() { std::call_once(gInitOnce, load); }
+void initSlow() {
+  std::call_once(gInitOnce, [] {
+    load();
+    gInited.store(true, std::memory_order_release);
+  });
+}
 
 void reinit() {
   std::call_once(gInitOnce, [] {});
   load();
+  gInited.store(true, std::memory_order_release);
 }
 
 void setThreadRank(int rank) { tRank = rank; }

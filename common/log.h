@@ -37,7 +37,13 @@ enum Subsys : uint64_t {
 // log; relaxed loads cost the same as plain ones on the hot path.
 extern std::atomic<Level> gLevel;
 extern std::atomic<uint64_t> gSubsys;
-void init();
+// Set once the environment was read. Every log macro calls init(), so its fast path is one
+// load: std::call_once alone stores the callable in thread-local variables on every call.
+extern std::atomic<bool> gInited;
+void initSlow();
+inline void init() {
+  if (!gInited.load(std::memory_order_acquire)) initSlow();
+}
 void reinit();
 
 inline bool enabled(Level level, uint64_t subsys) {
