@@ -49,6 +49,11 @@ Result resolveReduction(Op* op) {
   return Result::kSuccess;
 }
 
+// Elements per message slot (MIXCCL_CHUNK_SIZE bytes), part of a schedule's cache key.
+uint64_t chunkElems(DataType dtype) {
+  return static_cast<uint64_t>(config::getInt(config::Knob::kChunkSize)) / dataTypeSize(dtype);
+}
+
 }  // namespace
 
 Result prepareOp(Op* op) {
@@ -62,12 +67,17 @@ Result prepareOp(Op* op) {
   }
   // A remembered decision is the one choose() would make again; with TUNING logs on, the tuner
   // is asked every time so that every call's decision is logged.
+  // A repeated call also finds its schedule here (planOp then skips its own lookup).
   PlanKey key;
   key.kind = op->kind;
   key.dtype = op->dtype;
   key.count = op->count;
+  key.root = op->root;
+  key.chunkElems = chunkElems(op->dtype);
   const bool logged = log::enabled(log::Level::kInfo, log::kTune);
-  if (!logged && comm->plans().findDecision(key, &op->algo, &op->predictedSeconds)) return Result::kSuccess;
+  if (!logged && comm->plans().findDecision(key, &op->algo, &op->predictedSeconds, &op->schedule)) {
+    return Result::kSuccess;
+  }
   TuneChoice choice;
   MIXCCL_TRY(comm->tuner().choose(op->kind, op->count, op->dtype, &choice));
   op->algo = choice.algo;
@@ -88,7 +98,7 @@ Result planOp(Op* op) {
   args.root = op->root;
   args.count = op->count;
   const size_t elem = dataTypeSize(op->dtype);
-  args.chunkElems = static_cast<uint64_t>(config::getInt(config::Knob::kChunkSize)) / elem;
+  args.chunkElems = chunkElems(op->dtype);
   args.fifoDepth = static_cast<uint32_t>(config::getInt(config::Knob::kFifoDepth));
   args.algo = op->algo;
   PlanKey key;
@@ -98,7 +108,7 @@ Result planOp(Op* op) {
   key.root = op->root;
   key.chunkElems = args.chunkElems;
   key.algo = op->algo;
-  op->schedule = comm->plans().findSchedule(key);
+  if (op->schedule == nullptr) op->schedule = comm->plans().findSchedule(key);
   if (op->schedule == nullptr) {
     auto built = std::make_shared<algo::Schedule>();
     MIXCCL_TRY(algo::buildSchedule(args, built.get()));

@@ -6,13 +6,18 @@
 
 namespace mixccl {
 
-bool PlanCache::findDecision(const PlanKey& key, algo::Algo* algo, double* seconds) {
+bool PlanCache::findDecision(const PlanKey& key, algo::Algo* algo, double* seconds,
+                             std::shared_ptr<const algo::Schedule>* schedule) {
   std::lock_guard<std::mutex> lock(mutex_);
   for (Entry& e : entries_) {
     if (e.used && e.decided && e.key.sameDecision(key)) {
       e.lastUse = ++clock_;
       *algo = e.algo;
       *seconds = e.seconds;
+      if (schedule != nullptr && e.schedule != nullptr && e.key.root == key.root &&
+          e.key.chunkElems == key.chunkElems && e.key.algo == e.algo) {
+        *schedule = e.schedule;
+      }
       return true;
     }
   }

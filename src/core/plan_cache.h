@@ -40,8 +40,12 @@ struct PlanKey {
 
 class PlanCache {
  public:
-  // The decision for key's (kind, dtype, count), if remembered.
-  bool findDecision(const PlanKey& key, algo::Algo* algo, double* seconds);
+  // The decision for key's (kind, dtype, count), if remembered. When the same entry also holds
+  // the schedule for key's root and chunk size under that decision's algorithm (a repeated call),
+  // *schedule receives it too, so such a call takes the lock once; otherwise *schedule is left as
+  // it is.
+  bool findDecision(const PlanKey& key, algo::Algo* algo, double* seconds,
+                    std::shared_ptr<const algo::Schedule>* schedule = nullptr);
   void storeDecision(const PlanKey& key, algo::Algo algo, double seconds);
   // The schedule for the whole key, if remembered (nullptr otherwise).
   std::shared_ptr<const algo::Schedule> findSchedule(const PlanKey& key);

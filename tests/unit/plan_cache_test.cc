@@ -30,6 +30,34 @@ std::shared_ptr<const algo::Schedule> scheduleWith(size_t steps) {
   return s;
 }
 
+// A repeated call gets its decision and its schedule from one lookup, but only the schedule built
+// for that decision's algorithm, the call's root and its chunk size.
+TEST(PlanCache, DecisionLookupBringsTheMatchingScheduleOnly) {
+  PlanCache c;
+  Algo a = Algo::kDefault;
+  double t = 0;
+  const auto s = scheduleWith(4);
+  c.storeDecision(keyOf(CollKind::kBroadcast, 8), Algo::kBinomialTree, 2e-6);
+  c.storeSchedule(keyOf(CollKind::kBroadcast, 8, 1, Algo::kBinomialTree), s);
+  std::shared_ptr<const algo::Schedule> got;
+  ASSERT_TRUE(c.findDecision(keyOf(CollKind::kBroadcast, 8, 1), &a, &t, &got));
+  EXPECT_EQ(a, Algo::kBinomialTree);
+  EXPECT_EQ(got, s);
+  got = nullptr;
+  ASSERT_TRUE(c.findDecision(keyOf(CollKind::kBroadcast, 8, 0), &a, &t, &got));  // another root
+  EXPECT_EQ(got, nullptr);
+  PlanKey chunk = keyOf(CollKind::kBroadcast, 8, 1);
+  chunk.chunkElems = 7;
+  ASSERT_TRUE(c.findDecision(chunk, &a, &t, &got));
+  EXPECT_EQ(got, nullptr);
+  // A schedule of another algorithm than the decision's is not handed out with it.
+  PlanCache d;
+  d.storeDecision(keyOf(CollKind::kBroadcast, 8), Algo::kBinomialTree, 2e-6);
+  d.storeSchedule(keyOf(CollKind::kBroadcast, 8, 1, Algo::kRing), s);
+  ASSERT_TRUE(d.findDecision(keyOf(CollKind::kBroadcast, 8, 1), &a, &t, &got));
+  EXPECT_EQ(got, nullptr);
+}
+
 TEST(PlanCache, HitsOnlyTheSameCall) {
   PlanCache c;
   Algo a = Algo::kDefault;
