@@ -22,9 +22,12 @@
 namespace mixccl::algo {
 
 struct LinkModel {
-  double alpha = 0;  // s per message
+  double alpha = 0;  // s per message: the latency of a hop
   double beta = 0;   // s per byte over one link
   double gamma = 0;  // s per byte reduced
+  // s per message on the sending rank's core, for messages that leave one after the other
+  // without waiting for each other (one-shot's p-1 copies of a piece); 0: alpha.
+  double send = 0;
 };
 
 // Predicted seconds of `algo` (not kDefault) for `kind` at p ranks, n bytes per rank (see above)

@@ -250,6 +250,10 @@ Result Communicator::configureTuner(size_t slotBytes) {
   facts.shm = facts.nhosts == 1 && everyRankShm;
   facts.chunkBytes = slotBytes;
   facts.deterministic = config::getBool(config::Knob::kDeterministic);
+  // Every process of a host reads the same online core count; across hosts it may differ, and
+  // the peer table does not carry it yet, so only a one-host communicator uses it.
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  if (facts.nhosts == 1 && cores > 0) facts.ranksPerCore = static_cast<int>((nranks_ + cores - 1) / cores);
   return tuner_.configure(config::getString(config::Knob::kAlgo), config::getString(config::Knob::kProto), facts);
 }
 

@@ -225,6 +225,15 @@ algo::LinkModel linkModel(const TuneFacts& facts) {
     m.beta = 1.0 / 2.5e9;
   }
   m.gamma = 1.0 / 5e9;
+  // Oversubscribed (k ranks per core): a hop waits until the receiver is scheduled among the k
+  // ranks of its core. Measured latency per hop on the 2-core machine was 3.6x alpha at k = 2 and
+  // 12.5x at k = 4 (8 B recursive doubling at 4 and 8 ranks, perf/tuner-sweep); k^2 follows both.
+  // Byte costs stay: scaling beta and gamma by k too (a rank runs a k-th of the time) picked
+  // worse at 4 KiB-2 MiB in the same sweep, where the copies run from cache faster than beta says.
+  // A send that does not wait (one-shot's p-1 copies) costs the sender the unscaled alpha.
+  const double k = std::max(1, facts.ranksPerCore);
+  m.send = m.alpha;
+  m.alpha *= k * k;
   return m;
 }
 

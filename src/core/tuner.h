@@ -54,6 +54,9 @@ struct TuneFacts {
   uint64_t chunkBytes = 512 * 1024;
   // MIXCCL_DETERMINISTIC: reductions fold in rank order (algo::algoIsOrdered), whatever the size.
   bool deterministic = false;
+  // Ranks per online CPU core of the host, rounded up (1: each rank has a core of its own). Set
+  // only on one host, where every rank reads the same core count; 1 otherwise (docs/TUNING.md).
+  int ranksPerCore = 1;
 };
 
 // Alpha-beta-gamma constants of a link kind (docs/TUNING.md says where they come from).

@@ -34,6 +34,26 @@ Algo chosen(const Tuner& t, CollKind kind, uint64_t count, DataType dtype = Data
 
 bool contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
 
+// Oversubscribed hosts (more ranks than cores) pay latency per hop: the model multiplies alpha by
+// the square of the ranks per core and leaves the byte costs, so the fewest-hop algorithm wins
+// further up the sizes.
+TEST(Tuner, OversubscriptionMakesHopsDearer) {
+  TuneFacts f = twoRanksShm();
+  f.nranks = 8;
+  const algo::LinkModel base = linkModel(f);
+  f.ranksPerCore = 4;
+  const algo::LinkModel over = linkModel(f);
+  EXPECT_DOUBLE_EQ(over.alpha, 16 * base.alpha);
+  EXPECT_DOUBLE_EQ(over.beta, base.beta);
+  EXPECT_DOUBLE_EQ(over.gamma, base.gamma);
+  Tuner t;
+  ASSERT_EQ(t.configure("", "", f), Result::kSuccess);
+  EXPECT_EQ(chosen(t, CollKind::kAllReduce, 1024), Algo::kOneShot);  // 4 KiB
+  f.ranksPerCore = 1;
+  ASSERT_EQ(t.configure("", "", f), Result::kSuccess);
+  EXPECT_NE(chosen(t, CollKind::kAllReduce, 1024), Algo::kOneShot);
+}
+
 TEST(Tuner, WithoutAPolicySmallAllReducesTakeTheLogarithmicFormAndLargeOnesTheRing) {
   Tuner t;
   ASSERT_EQ(t.configure("", "", twoRanksShm()), Result::kSuccess) << lastError();
