@@ -465,7 +465,8 @@ int Socket::startConnectErrno(const SocketAddress& addr, Socket* out) { return s
 
 int Socket::finishConnectErrno() { return finishConnectRaw(fd_, 0); }
 
-Result Socket::connect(const SocketAddress& addr, Deadline deadline, const std::atomic<bool>* abortFlag, Socket* out) {
+Result Socket::connect(const SocketAddress& addr, Deadline deadline, const std::atomic<bool>* abortFlag, Socket* out,
+                       const std::function<void()>& whileWaiting) {
   const auto start = Clock::now();
   auto backoff = std::chrono::milliseconds(10);
   int lastErr = 0;
@@ -483,7 +484,10 @@ Result Socket::connect(const SocketAddress& addr, Deadline deadline, const std::
         return Result::kSuccess;
       }
       if (err == -1 && (aborted(abortFlag) || Clock::now() >= deadline)) break;
-      if (err == -1) err = 0;
+      if (err == -1) {
+        err = 0;
+        if (whileWaiting) whileWaiting();
+      }
     }
     if (err == -1) continue;  // the loop top reports the abort or the deadline
     lastErr = err;
@@ -493,6 +497,7 @@ Result Socket::connect(const SocketAddress& addr, Deadline deadline, const std::
       return fail(err == EMFILE || err == ENFILE ? Result::kSystemError : Result::kRemoteError,
                   "connect to %s failed: %s", addr.toString().c_str(), strerror(err));
     }
+    if (whileWaiting) whileWaiting();
     std::this_thread::sleep_until(std::min(Clock::now() + backoff, deadline));
     backoff = std::min(backoff * 2, std::chrono::milliseconds(kPollSliceMs));
   }

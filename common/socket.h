@@ -12,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "common/result.h"
@@ -106,7 +107,11 @@ class Socket {
   static int startConnectErrno(const SocketAddress& addr, Socket* out);
   int finishConnectErrno();
   // Connects, retrying refused connections until the deadline (the peer may not listen yet).
-  static Result connect(const SocketAddress& addr, Deadline deadline, const std::atomic<bool>* abortFlag, Socket* out);
+  // `whileWaiting`, when set, runs at least every 100 ms of the wait: a caller that also listens
+  // serves its own listener there, since peers may be connecting to it while it connects to them
+  // (a ring of ranks each waiting for the next would otherwise wait on full accept queues).
+  static Result connect(const SocketAddress& addr, Deadline deadline, const std::atomic<bool>* abortFlag, Socket* out,
+                        const std::function<void()>& whileWaiting = {});
 
   // Non-blocking partial I/O: moves as much of [data, data + bytes) as the kernel takes now and
   // adds what moved to *done (so a caller resuming a transfer passes base + *done, total - *done).

@@ -261,7 +261,11 @@ struct Bootstrap::Impl {
     // Prefix = [hello if the connection is new] + frame header; then the payload.
     std::vector<uint8_t> prefix;
     if (!out[peer].valid()) {
-      Result r = Socket::connect(peers[peer], deadline, abortFlag, &out[peer]);
+      // Our own listener is served while we wait: the peer may itself be connecting to us, and
+      // behind a flood of other connections its attempt would find our accept queue full
+      // (port_noise: three ranks each timed out on the next one's full queue). A failure there
+      // (out of descriptors) shows up again where this rank next waits to receive.
+      Result r = Socket::connect(peers[peer], deadline, abortFlag, &out[peer], [this] { (void)pump(0, -1); });
       if (!ok(r)) {
         return fail(r, "rank %d: cannot open a bootstrap connection to %s: %s", rank, peerName(peer).c_str(),
                     lastError().c_str());

@@ -170,7 +170,7 @@ def main():
         env["NCCL_SHM_DISABLE"] = "1"
     # The rendezvous root listens only while the ranks register: name its port here so the noise
     # can hammer it from before the job starts, and hold the last rank back (a gate file, bounded
-    # wait) until the noise has reached the root. Otherwise the window is milliseconds, and on a
+    # wait) until the noise has reached the root (and the scanner the other ranks, see scanner()). Otherwise the window is milliseconds, and on a
     # loaded machine the noise threads may not run at all inside it.
     probe = socket.socket()
     probe.bind(("127.0.0.1", 0))
@@ -199,6 +199,13 @@ def main():
                 targets.update(found)
                 targets.add(root)
                 seen.update(found)
+                seen_pids = len({t[0] for t in seen})
+            # The held rank registers once the noise has hit the root and the scanner has found the
+            # listeners of every other rank (they listen while registration waits for the held
+            # one). Without the second condition a job on an idle machine can finish before the
+            # scanner ever saw its ports.
+            if noise.hits.get(root, 0) >= 20 and seen_pids >= args.np - 1 and not os.path.exists(gate):
+                open(gate, "w").close()
             noise.release_held()
             time.sleep(0.02)
 
@@ -222,8 +229,6 @@ def main():
         # job and does nothing else until it has hit the root enough (refused connects are cheap).
         while not stop.is_set() and noise.hits.get(root, 0) < 200:
             noise.one(root)
-            if noise.hits.get(root, 0) >= 20 and not os.path.exists(gate):
-                open(gate, "w").close()  # enough: let the held rank register
 
     targets.add(root)
     hammer = threading.Thread(target=root_thrower)
