@@ -54,6 +54,18 @@ uint64_t chunkElems(DataType dtype) {
   return static_cast<uint64_t>(config::getInt(config::Knob::kChunkSize)) / dataTypeSize(dtype);
 }
 
+// The plan cache key of `op`'s call; the algorithm is left for the caller (unknown before the
+// decision).
+PlanKey planKeyOf(const Op& op) {
+  PlanKey key;
+  key.kind = op.kind;
+  key.dtype = op.dtype;
+  key.count = op.count;
+  key.root = op.root;
+  key.chunkElems = chunkElems(op.dtype);
+  return key;
+}
+
 }  // namespace
 
 Result prepareOp(Op* op) {
@@ -68,12 +80,7 @@ Result prepareOp(Op* op) {
   // A remembered decision is the one choose() would make again; with TUNING logs on, the tuner
   // is asked every time so that every call's decision is logged.
   // A repeated call also finds its schedule here (planOp then skips its own lookup).
-  PlanKey key;
-  key.kind = op->kind;
-  key.dtype = op->dtype;
-  key.count = op->count;
-  key.root = op->root;
-  key.chunkElems = chunkElems(op->dtype);
+  const PlanKey key = planKeyOf(*op);
   const bool logged = log::enabled(log::Level::kInfo, log::kTune);
   if (!logged && comm->plans().findDecision(key, &op->algo, &op->predictedSeconds, &op->schedule)) {
     return Result::kSuccess;
@@ -91,6 +98,8 @@ Result planOp(Op* op) {
     MIXCCL_TRY(op->comm->backend()->copy(op->spec.scalar, op->deviceScalar, dataTypeSize(op->dtype), nullptr));
   }
   Communicator* comm = op->comm;
+  PlanKey key = planKeyOf(*op);
+  key.algo = op->algo;
   algo::CollArgs args;
   args.kind = op->kind;
   args.rank = comm->rank();
@@ -98,16 +107,9 @@ Result planOp(Op* op) {
   args.root = op->root;
   args.count = op->count;
   const size_t elem = dataTypeSize(op->dtype);
-  args.chunkElems = chunkElems(op->dtype);
+  args.chunkElems = key.chunkElems;
   args.fifoDepth = static_cast<uint32_t>(config::getInt(config::Knob::kFifoDepth));
   args.algo = op->algo;
-  PlanKey key;
-  key.kind = op->kind;
-  key.dtype = op->dtype;
-  key.count = op->count;
-  key.root = op->root;
-  key.chunkElems = args.chunkElems;
-  key.algo = op->algo;
   if (op->schedule == nullptr) op->schedule = comm->plans().findSchedule(key);
   if (op->schedule == nullptr) {
     auto built = std::make_shared<algo::Schedule>();
