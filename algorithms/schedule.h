@@ -35,10 +35,13 @@
 //
 // A token is a step with count 0, no src and no dst, that only sends or only receives an empty
 // message. Rooted collectives whose root would otherwise only send (Broadcast, Scatter) end with
-// one: the root waits for a token from the rank before it in ring order, which sends it after its
+// one: the root receives a token from the rank before it in ring order, which sends it after its
 // own last step. A root that only sent could not tell whether its peers agreed on the root (two
-// ranks that each pass themselves as root would both return with their own data); waiting for
-// that peer's token makes it read a message of that peer's operation, so the stamps are compared.
+// ranks that each pass themselves as root would both return with their own data); reading that
+// peer's token makes it read a message of that peer's operation, so the stamps are compared.
+// The engine does not wait for that last step: the root's call returns and reads the token later
+// (src/core/owed_tokens.h), so a schedule must put nothing after it and never make another step
+// depend on it.
 //
 // Operands of a multi-source step (checked by the simulator): reductions only; no recvPeer and no
 // src; every operand is `count` elements of Output or Scratch - never Input, because pre() is

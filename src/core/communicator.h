@@ -34,6 +34,7 @@
 #include "src/core/arith_check.h"
 #include "src/core/bootstrap.h"
 #include "src/core/hang_report.h"
+#include "src/core/owed_tokens.h"
 #include "src/core/peer_info.h"
 #include "src/core/plan_cache.h"
 #include "src/core/tuner.h"
@@ -125,6 +126,8 @@ class Communicator {
     if (kind == CollKind::kRecv) return recvSeq_[peer]++;
     return seq_++;
   }
+  // Closing tokens this rank, a root that only sent, has yet to read (owed_tokens.h).
+  OwedTokens& owedTokens() { return owed_; }
   // What this communicator's calls wait for (hang reports).
   WaitBoard& board() { return board_; }
   const WaitBoard& board() const { return board_; }
@@ -212,6 +215,7 @@ class Communicator {
   uint64_t seq_ = 0;
   std::vector<uint64_t> sendSeq_, recvSeq_;  // per peer
   uint32_t shrinkSeq_ = 0;
+  OwedTokens owed_;
   WaitBoard board_;
 
   DeviceBackend* backend_ = nullptr;

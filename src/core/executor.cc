@@ -104,6 +104,7 @@ size_t Stream::heldFrom(const RecvConnection* rconn) const {
 // One step: take the peer's message (if any) and a send slot (if any), combine, publish. Until
 // both resources are available nothing is consumed, so the step can simply be retried.
 Result Stream::tryStep(Op& op, const algo::Step& s) {
+  if (s.sendPeer >= 0 && op.lane == kLaneColl && algo::isToken(s)) return sendToken(op, s.sendPeer);
   Communicator& comm = *op.comm;
   const size_t bytes = s.count * dataTypeSize(op.dtype);
   RecvConnection* rconn = nullptr;
@@ -183,6 +184,27 @@ Result Stream::tryStep(Op& op, const algo::Step& s) {
   return Result::kSuccess;
 }
 
+// A root's closing token. The root does not wait for it (owed_tokens.h) and may have finished,
+// even destroyed its communicator, by now: a token it can no longer take is no error here (as with
+// probes); if it still needed it, the root's side reports the mismatch or the loss.
+Result Stream::sendToken(Op& op, int root) {
+  if (!pending_.empty()) return Result::kInProgress;  // after the steps before it, as every message
+  waitingPeer_ = root;
+  waitingRecv_ = false;
+  Result r;
+  SendConnection* sconn = nullptr;
+  {
+    QuietFailures quiet;
+    r = op.comm->sendConnection(root, op.lane, &sconn);
+    void* slot = nullptr;
+    if (r == Result::kSuccess) r = sconn->acquire(&slot);
+    if (r == Result::kInProgress) return r;
+    if (r == Result::kSuccess) r = sconn->commit(0, op.stamp);
+  }
+  if (r == Result::kSuccess) tokenFlush_.push_back(sconn);
+  return Result::kSuccess;
+}
+
 // The second phase of steps with device work: the oldest ones whose fences signalled publish
 // what they wrote, in issue order.
 Result Stream::retireSteps(Op& op, bool* advanced) {
@@ -241,6 +263,39 @@ Result Stream::connectAll(Op& op) {
   return Result::kSuccess;
 }
 
+// The root's closing token (schedule.h), when it is all that is left of a collective: it is not
+// waited for but left owed (owed_tokens.h).
+bool Stream::isOwedToken(const Op& op, size_t step) {
+  const auto& steps = op.schedule->steps;
+  return step + 1 == steps.size() && op.lane == kLaneColl && steps[step].recvPeer >= 0 && algo::isToken(steps[step]);
+}
+
+// Before a collective returns: reads the closing tokens earlier operations left owed (all but
+// this operation's own, `keep` = 1 when it deferred one); *ready stays false while one has not
+// arrived. So a root learns of a disagreement at the latest in its next collective.
+Result Stream::settleOwed(Op& op, size_t keep, bool* ready) {
+  OwedTokens& owed = op.comm->owedTokens();
+  waitingOwed_ = false;
+  while (owed.size() > keep) {
+    const int peer = owed.oldestPeer();
+    RecvConnection* rconn = nullptr;
+    MIXCCL_TRY(op.comm->recvConnection(peer, kLaneColl, &rconn));
+    const void* data = nullptr;
+    size_t bytes = 0;
+    uint64_t stamp = 0;
+    Result r = peekData(op, rconn, peer, &data, &bytes, &stamp, true);
+    if (r == Result::kInProgress) {
+      waitingPeer_ = peer;
+      waitingRecv_ = true;
+      waitingOwed_ = true;
+      *ready = false;
+      return Result::kSuccess;
+    }
+    MIXCCL_TRY(r);
+  }
+  return Result::kSuccess;
+}
+
 Result Stream::progress(bool* advanced) {
   while (opIndex_ < ops_.size()) {
     Op& op = *ops_[opIndex_];
@@ -253,6 +308,12 @@ Result Stream::progress(bool* advanced) {
     // when nothing more can be issued keeps fence polls off the issue path.
     while (stepIndex_ < steps.size() || !pending_.empty()) {
       if (stepIndex_ < steps.size() && pending_.size() < kStepsInFlight) {
+        if (isOwedToken(op, stepIndex_)) {
+          op.comm->owedTokens().add(steps[stepIndex_].recvPeer, identityOf(op));
+          ++stepIndex_;
+          *advanced = true;
+          continue;
+        }
         Result r = tryStep(op, steps[stepIndex_]);
         if (r != Result::kInProgress) {
           MIXCCL_TRY(r);
@@ -266,6 +327,11 @@ Result Stream::progress(bool* advanced) {
       if (!retired) return Result::kSuccess;
       *advanced = true;
     }
+    if (op.lane == kLaneColl && !op.comm->owedTokens().empty()) {
+      bool ready = true;
+      MIXCCL_TRY(settleOwed(op, !steps.empty() && isOwedToken(op, steps.size() - 1) ? 1 : 0, &ready));
+      if (!ready) return Result::kSuccess;
+    }
     if (op.lane == kLaneColl) op.comm->board().noteDone(op.seq);
     ++opIndex_;
     stepIndex_ = 0;
@@ -274,8 +340,19 @@ Result Stream::progress(bool* advanced) {
     probesDone_ = false;
     gone_.clear();
   }
-  // Everything is issued; the call may return once every message left this rank.
+  // Everything is issued; the call may return once every message left this rank (tokens too,
+  // though one the root can no longer take is dropped: sendToken()).
   if (!ops_.empty()) flushProbes(*ops_.back());
+  while (!tokenFlush_.empty()) {
+    Result r;
+    {
+      QuietFailures quiet;
+      r = tokenFlush_.back()->flush();
+    }
+    if (r == Result::kInProgress) return Result::kSuccess;
+    tokenFlush_.pop_back();
+    *advanced = true;
+  }
   while (!toFlush_.empty()) {
     Result r = toFlush_.back()->flush();
     if (r == Result::kInProgress) return Result::kSuccess;
@@ -289,10 +366,21 @@ Result Stream::progress(bool* advanced) {
 
 // peek() that consumes probes: a probe of this operation's sequence number that describes
 // another operation is a mismatch; any other probe has served its purpose.
-Result Stream::peekData(Op& op, RecvConnection* rconn, int peer, const void** data, size_t* bytes, uint64_t* stamp) {
+// With `owedOnly`, stops (kSuccess, no message) once no closing token from `peer` is owed: what
+// follows on the lane is not this caller's business, nor is a lane the peer closed after it.
+Result Stream::peekData(Op& op, RecvConnection* rconn, int peer, const void** data, size_t* bytes, uint64_t* stamp,
+                        bool owedOnly) {
   for (;;) {
+    if (owedOnly && !op.comm->owedTokens().from(peer)) return Result::kSuccess;
     MIXCCL_TRY(rconn->peek(data, bytes, stamp));
-    if ((*stamp & kStampProbe) == 0) return Result::kSuccess;
+    if ((*stamp & kStampProbe) == 0) {
+      // Owed closing tokens (owed_tokens.h) stand before anything newer from that peer.
+      OwedTokens& owed = op.comm->owedTokens();
+      if (op.lane != kLaneColl || owed.empty() || !owed.from(peer)) return Result::kSuccess;
+      MIXCCL_TRY(owed.match(peer, *bytes, *stamp));
+      MIXCCL_TRY(rconn->release());
+      continue;
+    }
     const uint64_t theirs = *stamp & ~kStampProbe;
     if (sameSeq(theirs, op.stamp) && theirs != op.stamp) return stampMismatch(op, theirs, peer);
     if (op.lane == kLaneColl) {
@@ -325,7 +413,7 @@ Result Stream::sendProbes(Op& op) {
     if (r != Result::kInProgress) MIXCCL_TRY(r);
   }
   flushProbes(op);
-  if (probeTargets_.empty() && !probesDone_) probeTargets_ = remainingPeers(op);
+  if (probeTargets_.empty() && !probesDone_) probeTargets_ = remainingPeers(op, true);
   for (size_t i = 0; i < probeTargets_.size();) {
     const int peer = probeTargets_[i];
     Result r;
@@ -397,12 +485,15 @@ Result Stream::checkGone(Op& op) {
 }
 
 // Peers the steps from the current one on exchange messages with, each once, in step order.
-std::vector<int> Stream::remainingPeers(const Op& op) const {
+// Without `tokenReceivers`, leaves out the root a closing token goes to (unless other steps send it
+// data): it does not wait for the token (owed_tokens.h), so it may have finished this operation.
+std::vector<int> Stream::remainingPeers(const Op& op, bool tokenReceivers) const {
   std::vector<int> peers;
   std::vector<uint8_t> seen(static_cast<size_t>(op.comm->nranks()), 0);
   const auto& steps = op.schedule->steps;
   for (size_t i = stepIndex_; i < steps.size(); ++i) {
-    for (int peer : {steps[i].recvPeer, steps[i].sendPeer}) {
+    const bool tokenSend = algo::isToken(steps[i]) && steps[i].sendPeer >= 0;
+    for (int peer : {steps[i].recvPeer, tokenSend && !tokenReceivers ? -1 : steps[i].sendPeer}) {
       if (peer < 0 || seen[peer]) continue;
       seen[peer] = 1;
       peers.push_back(peer);
@@ -427,13 +518,15 @@ Result Stream::checkPending(bool probe) {
   // that is not of this operation is a mismatch. Looking there also creates that lane, which
   // unblocks a peer that sends to us when our schedule never receives from it (two ranks that
   // both think they are a broadcast's root wait for each other's shm segment otherwise). The
-  // next steps are enough: a stuck operation waits on one of them.
+  // next steps are enough: a stuck operation waits on one of them. (Not a root this rank owes only
+  // its closing token: that root does not wait for it, owed_tokens.h.)
   // Each peer once: a ring repeats its two neighbours in every step (and a TCP peek is a system call).
   constexpr size_t kLookahead = 64;
   const auto& steps = op.schedule->steps;
   std::vector<uint8_t> seen(static_cast<size_t>(op.comm->nranks()), 0);
   for (size_t i = stepIndex_; i < steps.size() && i < stepIndex_ + kLookahead; ++i) {
-    for (int peer : {steps[i].recvPeer, op.lane == kLaneColl ? steps[i].sendPeer : -1}) {
+    const bool tokenSend = algo::isToken(steps[i]) && steps[i].sendPeer >= 0;
+    for (int peer : {steps[i].recvPeer, op.lane == kLaneColl && !tokenSend ? steps[i].sendPeer : -1}) {
       if (peer < 0 || seen[peer]) continue;
       seen[peer] = 1;
       MIXCCL_TRY(checkOldestFrom(op, peer));
@@ -483,7 +576,7 @@ Result Stream::checkOldestFrom(Op& op, int peer) {
 Result Stream::preferMismatch(Result failure) {
   if (failure != Result::kRemoteError || finished_ || opIndex_ >= ops_.size()) return failure;
   Op& op = *ops_[opIndex_];
-  for (int peer : remainingPeers(op)) {
+  for (int peer : remainingPeers(op, false)) {
     Result r;
     {
       QuietFailures quiet;
@@ -503,6 +596,12 @@ std::string Stream::describeWait() const {
     return buf;
   }
   const Op& op = *ops_[opIndex_];
+  if (waitingOwed_) {
+    snprintf(buf, sizeof(buf), "%s (seq %llu, %llu x %s) after its last step: waiting for %s", collName(op.kind),
+             static_cast<unsigned long long>(op.seq), static_cast<unsigned long long>(op.count), dataTypeName(op.dtype),
+             op.comm->owedTokens().describeOldest().c_str());
+    return buf;
+  }
   if (!pending_.empty()) {
     snprintf(buf, sizeof(buf),
              "%s (seq %llu, %llu x %s) step %zu/%zu: waiting for its device work on the %s backend (%zu step(s) "
@@ -525,7 +624,7 @@ WaitBoard::Wait Stream::boardWait() const {
   if (finished_ || opIndex_ >= ops_.size()) return w;
   // The waited-for peer first, then every other peer the remaining steps exchange messages with.
   if (waitingPeer_ >= 0) w.peers.push_back(waitingPeer_);
-  for (int peer : remainingPeers(*ops_[opIndex_])) {
+  for (int peer : remainingPeers(*ops_[opIndex_], true)) {
     if (peer != waitingPeer_) w.peers.push_back(peer);
   }
   return w;
@@ -628,7 +727,9 @@ void Stream::reset() {
   probesDone_ = false;
   waitingPeer_ = -1;
   waitingRecv_ = false;
+  waitingOwed_ = false;
   toFlush_.clear();
+  tokenFlush_.clear();
   probeFlush_.clear();
   gone_.clear();
   pending_.clear();

@@ -68,14 +68,18 @@ class Stream {
   void dropPending();
 
  private:
+  static bool isOwedToken(const Op& op, size_t step);
+  Result settleOwed(Op& op, size_t keep, bool* ready);
   Result retireSteps(Op& op, bool* advanced);
   Result tryStep(Op& op, const algo::Step& step);
+  Result sendToken(Op& op, int root);
   size_t heldFrom(const RecvConnection* rconn) const;
   Result connectAll(Op& op);
   Result checkOldestFrom(Op& op, int peer);
-  Result peekData(Op& op, RecvConnection* rconn, int peer, const void** data, size_t* bytes, uint64_t* stamp);
+  Result peekData(Op& op, RecvConnection* rconn, int peer, const void** data, size_t* bytes, uint64_t* stamp,
+                  bool owedOnly = false);
   Result sendProbes(Op& op);
-  std::vector<int> remainingPeers(const Op& op) const;
+  std::vector<int> remainingPeers(const Op& op, bool tokenReceivers) const;
   void noteSend(SendConnection* c);
   void noteProbe(SendConnection* c, int peer);
   void flushProbes(const Op& op);
@@ -92,7 +96,9 @@ class Stream {
   bool probesDone_ = false;
   int waitingPeer_ = -1;
   bool waitingRecv_ = false;
-  std::vector<SendConnection*> toFlush_;                     // lanes with data committed in this call
+  bool waitingOwed_ = false;                 // ops_[opIndex_] waits for an owed closing token before it ends
+  std::vector<SendConnection*> toFlush_;     // lanes with data committed in this call
+  std::vector<SendConnection*> tokenFlush_;  // lanes with a closing token (sendToken)
   std::vector<std::pair<SendConnection*, int>> probeFlush_;  // lanes (and peers) with probes maybe still queued
   // Peers of ops_[opIndex_] that a probe found gone while this rank still receives from them.
   struct GonePeer {

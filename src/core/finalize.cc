@@ -2,6 +2,10 @@
 // SPDX-FileCopyrightText: 2026 The mixccl authors
 #include "src/core/finalize.h"
 
+#include <chrono>
+#include <thread>
+
+#include "common/config.h"
 #include "common/log.h"
 #include "src/core/communicator.h"
 #include "src/core/op_stamp.h"
@@ -9,12 +13,15 @@
 namespace mixccl {
 namespace {
 
-// kInvalidUsage when the collective lane from `peer` holds a message (not a probe) that no
-// operation of this rank consumed. Only looks: lanes that were never set up hold nothing.
+// kInvalidUsage when the collective lane from `peer` holds a message (not a probe, not a closing
+// token owed to this rank: owed_tokens.h) that no operation of this rank consumed, or lacks a
+// token it owes. Only looks: lanes that were never set up hold nothing.
 Result checkDrained(Communicator& comm, int peer) {
   RecvConnection* conn = comm.existingRecvConnection(peer, kLaneColl);
-  if (conn == nullptr) return Result::kSuccess;
-  for (;;) {
+  OwedTokens& owed = comm.owedTokens();
+  // An owed token left the peer before its barrier, but over a network it may still be on its way.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(config::getInt(config::Knob::kTimeout));
+  for (; conn != nullptr;) {
     const void* data = nullptr;
     size_t bytes = 0;
     uint64_t stamp = 0;
@@ -24,16 +31,31 @@ Result checkDrained(Communicator& comm, int peer) {
       QuietFailures quiet;
       r = conn->peek(&data, &bytes, &stamp);
     }
-    if (r != Result::kSuccess) return Result::kSuccess;
-    if ((stamp & kStampProbe) == 0) {
+    if (r == Result::kInProgress && owed.from(peer) && !comm.aborted() && std::chrono::steady_clock::now() < deadline) {
+      MIXCCL_TRY(comm.progressTransports());
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+      continue;
+    }
+    if (r != Result::kSuccess) break;
+    if ((stamp & kStampProbe) == 0 && owed.from(peer)) {
+      MIXCCL_TRY(owed.match(peer, bytes, stamp));  // a closing token this rank, a root, did not wait for
+    } else if ((stamp & kStampProbe) == 0) {
       return fail(Result::kInvalidUsage,
                   "ncclCommFinalize on rank %d: rank %d sent a collective (%s) that no call on this rank received: "
                   "mismatched calls (e.g. ranks that disagree on a broadcast's root, or a different number of "
                   "collectives); every rank must issue the same collectives with the same arguments",
                   comm.rank(), peer, describeStamp(stamp).c_str());
     }
-    MIXCCL_TRY(conn->release());  // probes have served their purpose
+    MIXCCL_TRY(conn->release());  // probes and owed tokens have served their purpose
   }
+  if (comm.owedTokens().from(peer)) {
+    return fail(Result::kInvalidUsage,
+                "ncclCommFinalize on rank %d: rank %d finished without sending %s: mismatched calls (e.g. ranks "
+                "that disagree on a broadcast's root); every rank must issue the same collectives with the same "
+                "arguments",
+                comm.rank(), peer, comm.owedTokens().describeOldest().c_str());
+  }
+  return Result::kSuccess;
 }
 
 }  // namespace

@@ -66,8 +66,12 @@ std::string describeStamp(uint64_t stamp) {
   return out;
 }
 
-Result stampMismatch(const Op& op, uint64_t theirs, int peer) {
-  const Fields a = unpack(opStamp(op)), b = unpack(theirs);
+OpIdentity identityOf(const Op& op) {
+  return OpIdentity{op.stamp, op.kind, op.seq, op.dtype, op.root, op.count, op.comm->rank()};
+}
+
+Result stampMismatch(const OpIdentity& op, uint64_t theirs, int peer, const char* context) {
+  const Fields a = unpack(op.stamp), b = unpack(theirs);
   const bool p2p = op.kind == CollKind::kSend || op.kind == CollKind::kRecv;
   char what[256];
   if (a.kind != b.kind) {
@@ -99,9 +103,9 @@ Result stampMismatch(const Op& op, uint64_t theirs, int peer) {
              peer, algoText(b.algo), algoText(a.algo));
   }
   return fail(Result::kInvalidUsage,
-              "%s (seq %llu) on rank %d: mismatched calls: %s. Every rank must issue the same collectives, in the "
+              "%s (seq %llu) on rank %d: mismatched calls: %s%s. Every rank must issue the same collectives, in the "
               "same order, with the same count, datatype, operator and root (send/recv: matching counts and types)",
-              collName(op.kind), static_cast<unsigned long long>(op.seq), op.comm->rank(), what);
+              collName(op.kind), static_cast<unsigned long long>(op.seq), op.rank, what, context);
 }
 
 }  // namespace mixccl

@@ -41,8 +41,24 @@ constexpr bool sameSeq(uint64_t a, uint64_t b) { return ((a ^ b) & 0xffff) == 0;
 // "Broadcast seq 5 (mod 65536), datatype float32, reduction none, root 1", for messages.
 std::string describeStamp(uint64_t stamp);
 
-// kInvalidUsage with a message saying what differs between `op` (this rank) and the sender of a
-// message stamped `theirs` (rank `peer`).
-Result stampMismatch(const Op& op, uint64_t theirs, int peer);
+// What a mismatch message says of this rank's side: the operation running, or one that returned
+// and still waits for a peer's closing token (owed_tokens.h).
+struct OpIdentity {
+  uint64_t stamp = 0;
+  CollKind kind = CollKind::kAllReduce;
+  uint64_t seq = 0;
+  DataType dtype = DataType::kFloat32;
+  int root = 0;
+  uint64_t count = 0;
+  int rank = 0;  // this rank
+};
+OpIdentity identityOf(const Op& op);
+
+// kInvalidUsage with a message saying what differs between `ours` (this rank) and the sender of a
+// message stamped `theirs` (rank `peer`); `context` (may be empty) follows the message.
+Result stampMismatch(const OpIdentity& ours, uint64_t theirs, int peer, const char* context);
+inline Result stampMismatch(const Op& op, uint64_t theirs, int peer) {
+  return stampMismatch(identityOf(op), theirs, peer, "");
+}
 
 }  // namespace mixccl

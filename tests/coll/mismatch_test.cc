@@ -127,18 +127,25 @@ TEST_P(MismatchTest, Collective) {
       "called");
 }
 
-// Ranks 0 and 1 each pass themselves as the root (the others follow rank 1). A root that only
-// sent would return with its own data; the closing token (algorithms/schedule.h) makes both wait
-// for a message of the other's operation, so both fail in this very call: with the mismatch, or
-// (a root still sending when the other aborted on it) with the remote error that abort causes.
-void checkCrossedRoots(int nranks, const std::function<ncclResult_t(int, ncclComm_t, int)>& call) {
+// Ranks 0 and 1 each pass themselves as the root (the others follow rank 1). A root only sends and
+// does not wait for its closing token (src/core/owed_tokens.h): it may return from the crossed call
+// and must then fail in the next one, `then` (the next collective, or ncclCommFinalize), on reading
+// the message that stands where its token is owed. Every other failure is the remote error that
+// a peer's abort causes.
+enum class Then { kNextCall, kFinalize };
+void checkCrossedRoots(int nranks, Then then, const std::function<ncclResult_t(int, ncclComm_t, int)>& call) {
   const auto start = std::chrono::steady_clock::now();
-  std::vector<Outcome> out =
-      runMismatch(nranks, [&](int rank, ncclComm_t comm) { return call(rank, comm, rank == 0 ? 0 : 1); });
+  std::vector<Outcome> out = runMismatch(nranks, [&](int rank, ncclComm_t comm) {
+    ncclResult_t r = call(rank, comm, rank == 0 ? 0 : 1);
+    if (r != ncclSuccess) return r;
+    if (then == Then::kFinalize) return ncclCommFinalize(comm);
+    float x = 1.0f;
+    return ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, nullptr);
+  });
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
   int usage = 0;
   for (int r = 0; r < 2; ++r) {
-    EXPECT_NE(out[r].result, ncclSuccess) << "rank " << r << " returned success from a crossed root";
+    EXPECT_NE(out[r].result, ncclSuccess) << "rank " << r << " returned success from a crossed root and the call after";
     if (out[r].result == ncclInvalidUsage) {
       ++usage;
       EXPECT_NE(out[r].message.find("root"), std::string::npos) << out[r].message;
@@ -150,14 +157,21 @@ void checkCrossedRoots(int nranks, const std::function<ncclResult_t(int, ncclCom
 }
 
 TEST_P(MismatchTest, CrossedBroadcastRoots) {
-  checkCrossedRoots(GetParam().nranks, [](int rank, ncclComm_t comm, int root) {
+  checkCrossedRoots(GetParam().nranks, Then::kNextCall, [](int rank, ncclComm_t comm, int root) {
     std::vector<float> v(kCount, static_cast<float>(rank));
     return ncclBroadcast(v.data(), v.data(), kCount, ncclFloat32, root, comm, nullptr);
   });
 }
 
 TEST_P(MismatchTest, CrossedBroadcastRootsSmall) {
-  checkCrossedRoots(GetParam().nranks, [](int rank, ncclComm_t comm, int root) {
+  checkCrossedRoots(GetParam().nranks, Then::kNextCall, [](int rank, ncclComm_t comm, int root) {
+    int v = rank;
+    return ncclBroadcast(&v, &v, 1, ncclInt32, root, comm, nullptr);
+  });
+}
+
+TEST_P(MismatchTest, CrossedBroadcastRootsThenFinalize) {
+  checkCrossedRoots(GetParam().nranks, Then::kFinalize, [](int rank, ncclComm_t comm, int root) {
     int v = rank;
     return ncclBroadcast(&v, &v, 1, ncclInt32, root, comm, nullptr);
   });
@@ -165,7 +179,7 @@ TEST_P(MismatchTest, CrossedBroadcastRootsSmall) {
 
 TEST_P(MismatchTest, CrossedScatterRoots) {
   const int n = GetParam().nranks;
-  checkCrossedRoots(n, [n](int rank, ncclComm_t comm, int root) {
+  checkCrossedRoots(n, Then::kNextCall, [n](int rank, ncclComm_t comm, int root) {
     std::vector<float> in(kCount * n, static_cast<float>(rank)), out(kCount);
     return ncclScatter(in.data(), out.data(), kCount, ncclFloat32, root, comm, nullptr);
   });

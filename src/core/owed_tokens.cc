@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+#include "src/core/owed_tokens.h"
+
+#include <cstdio>
+#include <string>
+
+namespace mixccl {
+
+bool OwedTokens::from(int peer) const {
+  for (const Owed& o : owed_) {
+    if (o.peer == peer) return true;
+  }
+  return false;
+}
+
+Result OwedTokens::match(int peer, size_t bytes, uint64_t stamp) {
+  size_t i = 0;
+  while (owed_[i].peer != peer) ++i;  // from(peer) holds
+  const OpIdentity op = owed_[i].op;
+  if (stamp != op.stamp) {
+    return stampMismatch(op, stamp, peer,
+                         " (found after that call returned: this rank was its root and only sent, and read the "
+                         "difference where the closing token of that rank was due)");
+  }
+  if (bytes != 0) {
+    return fail(Result::kInvalidUsage,
+                "%s (seq %llu) on rank %d: rank %d sent %zu bytes where this rank, the root, expected its empty "
+                "closing token: the ranks called different operations",
+                collName(op.kind), static_cast<unsigned long long>(op.seq), op.rank, peer, bytes);
+  }
+  owed_.erase(owed_.begin() + static_cast<std::ptrdiff_t>(i));
+  return Result::kSuccess;
+}
+
+std::string OwedTokens::describeOldest() const {
+  if (owed_.empty()) return "no closing token";
+  char buf[128];
+  snprintf(buf, sizeof(buf), "the closing token of %s (seq %llu) from rank %d", collName(owed_.front().op.kind),
+           static_cast<unsigned long long>(owed_.front().op.seq), owed_.front().peer);
+  return buf;
+}
+
+}  // namespace mixccl

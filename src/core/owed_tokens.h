@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+#pragma once
+
+// Closing tokens a root has not read yet. A broadcast's or scatter's root only sends; its schedule
+// ends with a token from the rank before it (algorithms/schedule.h), whose stamp proves that this
+// rank agreed on the root. Waiting for it would make every such call a round trip (at 2 ranks,
+// 8 bytes: about 0.8 us instead of one cache-line transfer), so the executor does not wait: the
+// operation returns after its last send and leaves the token here, owed. It is read later, by
+// whichever comes first:
+//  - a receive on the collective lane from that peer (messages on a lane are in order, so the
+//    token stands before anything newer: Stream::peekData() consumes owed tokens first);
+//  - the end of the next collective on the communicator, which does not return before it has
+//    read the tokens earlier ones left (so at most one is owed between calls, and the peer's lane
+//    never fills with tokens);
+//  - ncclCommFinalize, after its barrier (every rank has sent everything by then).
+// The token of operation k is sent when the peer finishes k, usually long before the root's
+// operation k+1 ends, so a stream of broadcasts from one root runs at one-way latency.
+// What it costs: a root whose peers disagreed on the root learns of it in its next collective (or
+// at finalize), with a message naming the earlier operation, instead of in the call itself; the
+// receivers of its data still fail in the call. Its own output is its own input either way, so
+// no data is mixed.
+//
+// Threading: used by whoever runs the communicator's operations (one at a time, engine.h).
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "src/core/op_stamp.h"
+
+namespace mixccl {
+
+class OwedTokens {
+ public:
+  bool empty() const { return owed_.empty(); }
+  size_t size() const { return owed_.size(); }
+  // Rank `peer` owes this rank the token of `op` (on the collective lane).
+  void add(int peer, const OpIdentity& op) { owed_.push_back(Owed{peer, op}); }
+  // Whether a token from `peer` is owed.
+  bool from(int peer) const;
+  // The peer of the oldest owed token (-1 when none).
+  int oldestPeer() const { return owed_.empty() ? -1 : owed_.front().peer; }
+  // The message at the head of the collective lane from `peer` (not a probe), while from(peer):
+  // kSuccess when it is the oldest token owed by `peer` (forgotten here; the caller releases the
+  // message), kInvalidUsage naming the owed operation when it is anything else.
+  Result match(int peer, size_t bytes, uint64_t stamp);
+  // "the closing token of Broadcast seq 7 from rank 1" (for wait descriptions).
+  std::string describeOldest() const;
+
+ private:
+  struct Owed {
+    int peer;
+    OpIdentity op;
+  };
+  std::vector<Owed> owed_;  // oldest first; a handful at most
+};
+
+}  // namespace mixccl

@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+// Owed closing tokens (src/core/owed_tokens.h): a root reads each peer's tokens in the order it
+// became owed them, and anything else where a token is due is a mismatch that names the earlier
+// operation.
+
+#include "src/core/owed_tokens.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace mixccl {
+namespace {
+
+OpIdentity broadcast(uint64_t seq, int root) {
+  OpIdentity op;
+  op.kind = CollKind::kBroadcast;
+  op.seq = seq;
+  op.root = root;
+  op.count = 1;
+  op.rank = root;
+  op.stamp = (seq & 0xffff) | static_cast<uint64_t>(CollKind::kBroadcast) << 16 | static_cast<uint64_t>(root) << 28;
+  return op;
+}
+
+TEST(OwedTokens, TokensAreReadPerPeerInOrder) {
+  OwedTokens owed;
+  EXPECT_TRUE(owed.empty());
+  EXPECT_EQ(owed.oldestPeer(), -1);
+  owed.add(3, broadcast(7, 0));
+  owed.add(5, broadcast(8, 0));
+  owed.add(3, broadcast(9, 0));
+  EXPECT_EQ(owed.size(), 3u);
+  EXPECT_TRUE(owed.from(3));
+  EXPECT_FALSE(owed.from(4));
+  EXPECT_EQ(owed.oldestPeer(), 3);
+  EXPECT_NE(owed.describeOldest().find("seq 7"), std::string::npos) << owed.describeOldest();
+
+  // Peer 5's token may arrive first: lanes are independent.
+  EXPECT_EQ(owed.match(5, 0, broadcast(8, 0).stamp), Result::kSuccess);
+  EXPECT_FALSE(owed.from(5));
+  // Peer 3's come in the order they were owed.
+  EXPECT_EQ(owed.match(3, 0, broadcast(7, 0).stamp), Result::kSuccess);
+  EXPECT_EQ(owed.match(3, 0, broadcast(9, 0).stamp), Result::kSuccess);
+  EXPECT_TRUE(owed.empty());
+}
+
+TEST(OwedTokens, AnotherRootWhereTheTokenIsDueIsAMismatch) {
+  OwedTokens owed;
+  owed.add(1, broadcast(4, 0));
+  // Rank 1 took itself for the root: its data stands where its token is due.
+  EXPECT_EQ(owed.match(1, 64, broadcast(4, 1).stamp), Result::kInvalidUsage);
+  const std::string msg = lastError();
+  EXPECT_NE(msg.find("Broadcast (seq 4) on rank 0"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("passed root 1"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("after that call returned"), std::string::npos) << msg;
+}
+
+TEST(OwedTokens, ATokenWithAPayloadIsAMismatch) {
+  OwedTokens owed;
+  owed.add(2, broadcast(5, 1));
+  EXPECT_EQ(owed.match(2, 8, broadcast(5, 1).stamp), Result::kInvalidUsage);
+  EXPECT_NE(lastError().find("closing token"), std::string::npos) << lastError();
+}
+
+}  // namespace
+}  // namespace mixccl
