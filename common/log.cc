@@ -14,6 +14,7 @@
 #include <string>
 
 #include "common/config.h"
+#include "common/per_thread.h"
 
 namespace mixccl::log {
 
@@ -26,7 +27,7 @@ namespace {
 std::once_flag gInitOnce;
 std::mutex gMutex;  // guards gLogger replacement
 std::shared_ptr<spdlog::logger> gLogger;
-thread_local int tRank = -1;
+thread_local int tRank MIXCCL_TLS_FAST = -1;
 char gHost[64] = "";
 
 struct SubsysName {

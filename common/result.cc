@@ -5,11 +5,12 @@
 #include <cstdio>
 
 #include "common/log.h"
+#include "common/per_thread.h"
 
 namespace mixccl {
 namespace {
 thread_local std::string tLastError;
-thread_local int tQuiet = 0;
+thread_local int tQuiet MIXCCL_TLS_FAST = 0;
 thread_local std::string tQuietError;
 }  // namespace
 

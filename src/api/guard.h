@@ -14,6 +14,7 @@
 #include <new>
 #include <system_error>
 
+#include "common/per_thread.h"
 #include "common/result.h"
 #include "nccl.h"
 
@@ -30,7 +31,7 @@ inline ncclResult_t toNccl(Result r) { return static_cast<ncclResult_t>(r); }
 // abort or destroy on another thread waits for the call instead of freeing what it uses
 // (handle.cc). Defined there.
 void unpinCallComms() noexcept;
-inline thread_local int tApiDepth = 0;
+inline thread_local int tApiDepth MIXCCL_TLS_FAST = 0;
 
 template <class Body>
 ncclResult_t apiGuard(const char* name, Body&& body) noexcept {

@@ -15,6 +15,8 @@
 #include <unordered_set>
 #include <vector>
 
+#include "common/per_thread.h"
+
 namespace mixccl::api {
 namespace {
 
@@ -72,8 +74,11 @@ void releaseComm(ncclComm* handle) {
 
 namespace {
 
-thread_local std::vector<Communicator*> tPinned;
-thread_local std::vector<Communicator*> tClaimed;  // caller slots this API call took
+struct CallComms {
+  std::vector<Communicator*> pinned;
+  std::vector<Communicator*> claimed;  // caller slots this API call took
+};
+CallComms& callComms() { return PerThread<CallComms>::get(); }
 
 // This process's pid, kept by a fork handler so the check on every call needs no system call.
 std::atomic<int32_t> gPid{static_cast<int32_t>(getpid())};
@@ -109,12 +114,13 @@ Result checkLive(const char* fn, ncclComm_t handle) {
 
 Result lookupComm(const char* fn, ncclComm_t handle, Communicator** out) {
   if (handle == nullptr) return fail(Result::kInvalidArgument, "%s: comm is NULL", fn);
-  tPinned.reserve(tPinned.size() + 1);  // may throw: before the pin, so nothing leaks
+  std::vector<Communicator*>& pinned = callComms().pinned;
+  pinned.reserve(pinned.size() + 1);  // may throw: before the pin, so nothing leaks
   std::shared_lock<std::shared_mutex> lock(gMutex);
   MIXCCL_TRY(checkLive(fn, handle));
   *out = handle->impl.get();
   (*out)->enterCall();
-  tPinned.push_back(*out);
+  pinned.push_back(*out);
   return Result::kSuccess;
 }
 
@@ -130,7 +136,7 @@ Result takeComm(const char* fn, ncclComm_t handle, Communicator** out) {
 Result lookupCallerComm(const char* fn, ncclComm_t handle, Communicator** out) {
   MIXCCL_TRY(lookupComm(fn, handle, out));
   Communicator* c = *out;
-  if (c->claimCallerInto(&tClaimed)) return Result::kSuccess;
+  if (c->claimCallerInto(&callComms().claimed)) return Result::kSuccess;
   return fail(Result::kInvalidUsage,
               "%s: two threads called on communicator of rank %d at the same time; NCCL allows one thread at a time "
               "per communicator (this call was refused and changed nothing; the other one goes on)",
@@ -139,10 +145,13 @@ Result lookupCallerComm(const char* fn, ncclComm_t handle, Communicator** out) {
 
 void unpinCallComms() noexcept {
   // Slots first: the pin is what keeps the communicator alive.
-  for (Communicator* c : tClaimed) c->releaseCaller();
-  tClaimed.clear();
-  for (Communicator* c : tPinned) c->leaveCall();
-  tPinned.clear();
+  CallComms* calls = PerThread<CallComms>::peek();
+  if (calls == nullptr) return;
+  CallComms& call = *calls;
+  for (Communicator* c : call.claimed) c->releaseCaller();
+  call.claimed.clear();
+  for (Communicator* c : call.pinned) c->leaveCall();
+  call.pinned.clear();
 }
 
 Result lookupReadyComm(const char* fn, ncclComm_t handle, Communicator** out) {

@@ -29,6 +29,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/per_thread.h"
 #include "common/result.h"
 #include "common/types.h"
 #include "src/core/arith_check.h"
@@ -172,7 +173,7 @@ class Communicator {
   }
   // A non-zero number unique to each live thread (the address of a thread-local).
   static uintptr_t callerToken() {
-    static thread_local char tag;
+    static thread_local char tag MIXCCL_TLS_FAST;
     return reinterpret_cast<uintptr_t>(&tag);
   }
   int32_t creatorPid() const { return creatorPid_; }

@@ -14,12 +14,19 @@
 
 #include "common/config.h"
 #include "common/log.h"
+#include "common/per_thread.h"
 #include "common/socket.h"
 #include "src/core/communicator.h"
 #include "src/core/op_stamp.h"
 
 namespace mixccl {
 namespace {
+
+// Per-thread scratch reused from call to call (a small collective pays for every allocation).
+struct ExecutorScratch {
+  std::vector<uint8_t> seen;                              // connectAll
+  std::vector<std::tuple<Communicator*, int, int>> keys;  // partitionOps: (comm, kind, peer) of a stream
+};
 
 char* bufferAt(const Op& op, algo::Buf buf, uint64_t offset) {
   size_t elem = dataTypeSize(op.dtype);
@@ -246,7 +253,7 @@ void Stream::dropPending() {
 // waiting to send (shared memory needs the receiver's segment before the first message).
 Result Stream::connectAll(Op& op) {
   Communicator& comm = *op.comm;
-  thread_local std::vector<uint8_t> seen;  // reused: every call starts here
+  auto& seen = PerThread<ExecutorScratch>::get().seen;  // reused: every call starts here
   seen.assign(static_cast<size_t>(comm.nranks()), 0);
   for (const algo::Step& s : op.schedule->steps) {
     if (s.recvPeer >= 0 && !(seen[s.recvPeer] & 1)) {
@@ -749,7 +756,7 @@ void partitionOps(const std::vector<Op*>& ops, std::vector<Stream>* streams) {
   // A few streams (the usual call or group) are found by a linear search in reused storage; a
   // large group (all-to-all as sends and receives) by a map.
   constexpr size_t kLinearStreams = 16;
-  thread_local std::vector<Key> keys;
+  auto& keys = PerThread<ExecutorScratch>::get().keys;
   keys.clear();
   std::map<Key, size_t> index;
   size_t used = 0;

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "common/log.h"
+#include "common/per_thread.h"
 #include "src/core/communicator.h"
 #include "src/core/engine.h"
 #include "src/core/executor.h"
@@ -29,7 +30,18 @@ struct GroupState {
   std::string firstMessage;              // and its message
 };
 
-thread_local GroupState tGroup;
+// This thread's group, and the scratch its runs reuse from call to call (a small collective
+// pays for every allocation): per thread, and a run never nests in another on its thread.
+struct ThreadGroup {
+  GroupState group;
+  std::vector<Communicator*> taken;                   // CallerSlots
+  std::vector<std::pair<Communicator*, bool>> comms;  // runOps
+  std::vector<Op*> sync;                              // runOps
+  std::vector<Stream> streams;                        // runOps
+  std::vector<std::unique_ptr<Op>> single;            // submit outside a group
+};
+ThreadGroup& threadGroup() { return PerThread<ThreadGroup>::get(); }
+GroupState& state() { return threadGroup().group; }
 
 // The caller slots (communicator.h) of every communicator of a run, held until it ends. An API
 // call on this thread may hold a slot already (an operation outside a group): that is kNested.
@@ -51,12 +63,7 @@ class CallerSlots {
   }
 
  private:
-  // Per thread and reused (a run never nests in another on its thread): no allocation per call.
-  static std::vector<Communicator*>& takenList() {
-    thread_local std::vector<Communicator*> list;
-    return list;
-  }
-  std::vector<Communicator*>& taken_ = takenList();
+  std::vector<Communicator*>& taken_ = threadGroup().taken;
 };
 
 // Issues `ops` (sequence numbers and stamps in issue order), queues the operations of
@@ -67,8 +74,8 @@ Result runOps(std::vector<std::unique_ptr<Op>>& ops) {
   // Per communicator in order of first appearance: whether any of its operations is queued. Then
   // all of its operations of this group go into one batch, so grouped sends and receives still
   // progress together; NULL-stream ones among them complete before the call returns.
-  // Reused from call to call, as below: a small collective pays for every allocation.
-  thread_local std::vector<std::pair<Communicator*, bool>> comms;
+  ThreadGroup& scratch = threadGroup();
+  auto& comms = scratch.comms;
   comms.clear();
   for (auto& op : ops) {
     auto it = std::find_if(comms.begin(), comms.end(), [&](const auto& c) { return c.first == op->comm; });
@@ -115,7 +122,7 @@ Result runOps(std::vector<std::unique_ptr<Op>>& ops) {
     Result q = comm->engine()->enqueue(std::move(batch), waitDone);
     if (r == Result::kSuccess) r = q;
   }
-  thread_local std::vector<Op*> sync;
+  auto& sync = scratch.sync;
   sync.clear();
   for (auto& op : ops) {
     if (op != nullptr && !queued(op->comm)) sync.push_back(op.get());
@@ -136,7 +143,7 @@ Result runOps(std::vector<std::unique_ptr<Op>>& ops) {
       return r == Result::kSuccess ? p : r;
     }
   }
-  thread_local std::vector<Stream> streams;
+  auto& streams = scratch.streams;
   partitionOps(sync, &streams);
   Result done = runStreams(streams);
   return r == Result::kSuccess ? done : r;
@@ -146,13 +153,13 @@ Result runOps(std::vector<std::unique_ptr<Op>>& ops) {
 // if `run` and no call inside the group failed. As in NCCL, one failed call abandons the group's
 // operations: running the others would leave this rank's sequence out of step with its peers'.
 Result finish(const char* fn, bool run) {
-  std::vector<Communicator*> inits = std::move(tGroup.inits);
-  std::vector<std::thread> tasks = std::move(tGroup.tasks);
-  std::vector<std::unique_ptr<Result>> taskResults = std::move(tGroup.taskResults);
-  std::vector<std::unique_ptr<Op>> ops = std::move(tGroup.ops);
-  const Result first = tGroup.firstError;
-  const std::string firstMessage = std::move(tGroup.firstMessage);
-  tGroup = GroupState{};
+  std::vector<Communicator*> inits = std::move(state().inits);
+  std::vector<std::thread> tasks = std::move(state().tasks);
+  std::vector<std::unique_ptr<Result>> taskResults = std::move(state().taskResults);
+  std::vector<std::unique_ptr<Op>> ops = std::move(state().ops);
+  const Result first = state().firstError;
+  const std::string firstMessage = std::move(state().firstMessage);
+  state() = GroupState{};
   Result r = Result::kSuccess;
   for (size_t i = 0; i < tasks.size(); ++i) {
     tasks[i].join();
@@ -175,30 +182,30 @@ Result finish(const char* fn, bool run) {
 
 }  // namespace
 
-bool active() { return tGroup.depth > 0; }
+bool active() { return state().depth > 0; }
 
 Result start() {
-  ++tGroup.depth;
+  ++state().depth;
   return Result::kSuccess;
 }
 
 Result end() {
-  if (tGroup.depth == 0) {
+  if (state().depth == 0) {
     return fail(Result::kInvalidUsage, "ncclGroupEnd called without a matching ncclGroupStart");
   }
-  if (--tGroup.depth > 0) return Result::kSuccess;
+  if (--state().depth > 0) return Result::kSuccess;
   return finish("ncclGroupEnd", /*run=*/true);
 }
 
 Result simulateEnd(double* estimatedSeconds) {
   *estimatedSeconds = -1;
-  if (tGroup.depth == 0) {
+  if (state().depth == 0) {
     return fail(Result::kInvalidUsage, "ncclGroupSimulateEnd called without a matching ncclGroupStart");
   }
-  if (--tGroup.depth > 0) return Result::kSuccess;
+  if (--state().depth > 0) return Result::kSuccess;
   // The tuner's estimate of each operation (tuner.h), as if they ran one after the other.
   double seconds = 0;
-  for (auto& op : tGroup.ops) seconds += op->predictedSeconds;
+  for (auto& op : state().ops) seconds += op->predictedSeconds;
   *estimatedSeconds = seconds;
   return finish("ncclGroupSimulateEnd", /*run=*/false);
 }
@@ -207,12 +214,12 @@ Result submit(std::unique_ptr<Op> op) {
   Result r = prepareOp(op.get());
   if (r == Result::kSuccess) r = checkBuffers(*op, isQueued(*op));
   if (r != Result::kSuccess) return noteError(r);
-  if (tGroup.depth > 0) {
-    tGroup.ops.push_back(std::move(op));
+  if (state().depth > 0) {
+    state().ops.push_back(std::move(op));
     return Result::kSuccess;
   }
-  thread_local std::vector<std::unique_ptr<Op>> ops;  // reused: no allocation per call
-  struct Done {                                       // the operation goes with the call, also when something throws
+  auto& ops = threadGroup().single;
+  struct Done {  // the operation goes with the call, also when something throws
     std::vector<std::unique_ptr<Op>>& ops;
     ~Done() { ops.clear(); }
   } done{ops};
@@ -221,25 +228,25 @@ Result submit(std::unique_ptr<Op> op) {
 }
 
 Result noteError(Result r) {
-  if (tGroup.depth > 0 && tGroup.firstError == Result::kSuccess) {
-    tGroup.firstError = r;
-    tGroup.firstMessage = lastError();
+  if (state().depth > 0 && state().firstError == Result::kSuccess) {
+    state().firstError = r;
+    state().firstMessage = lastError();
   }
   return r;
 }
 
-void addPendingInit(Communicator* comm) { tGroup.inits.push_back(comm); }
+void addPendingInit(Communicator* comm) { state().inits.push_back(comm); }
 
 void addTask(std::function<Result()> task) {
-  tGroup.taskResults.push_back(std::make_unique<Result>(Result::kInProgress));
-  Result* slot = tGroup.taskResults.back().get();
-  tGroup.tasks.emplace_back([task = std::move(task), slot] { *slot = task(); });
+  state().taskResults.push_back(std::make_unique<Result>(Result::kInProgress));
+  Result* slot = state().taskResults.back().get();
+  state().tasks.emplace_back([task = std::move(task), slot] { *slot = task(); });
 }
 
 void forget(Communicator* comm) {
-  auto& ops = tGroup.ops;
+  auto& ops = state().ops;
   ops.erase(std::remove_if(ops.begin(), ops.end(), [comm](const auto& op) { return op->comm == comm; }), ops.end());
-  auto& inits = tGroup.inits;
+  auto& inits = state().inits;
   inits.erase(std::remove(inits.begin(), inits.end(), comm), inits.end());
 }
 

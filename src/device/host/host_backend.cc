@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "common/log.h"
+#include "common/per_thread.h"
 #include "src/device/host/reduce_kernels.h"
 
 namespace mixccl {
@@ -50,8 +51,8 @@ MemKind HostBackend::memKind(const void* ptr) const {
   if (ptr == nullptr) return MemKind::kHost;
   const uintptr_t page = reinterpret_cast<uintptr_t>(ptr) & ~(pageSize() - 1);
   constexpr int kRecent = 8;
-  thread_local uintptr_t recent[kRecent] = {};
-  thread_local unsigned next = 0;
+  thread_local uintptr_t recent[kRecent] MIXCCL_TLS_FAST = {};
+  thread_local unsigned next MIXCCL_TLS_FAST = 0;
   for (uintptr_t p : recent) {
     if (p == page) return MemKind::kHost;
   }
