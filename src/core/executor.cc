@@ -277,13 +277,13 @@ bool Stream::isOwedToken(const Op& op, size_t step) {
   return step + 1 == steps.size() && op.lane == kLaneColl && steps[step].recvPeer >= 0 && algo::isToken(steps[step]);
 }
 
-// Before a collective returns: reads the closing tokens earlier operations left owed (all but
-// this operation's own, `keep` = 1 when it deferred one); *ready stays false while one has not
-// arrived. So a root learns of a disagreement at the latest in its next collective.
-Result Stream::settleOwed(Op& op, size_t keep, bool* ready) {
+// Before a collective returns: while more than OwedTokens::limit() closing tokens are owed, reads
+// the oldest (and whatever else arrived on its lane); *ready stays false while it has not.
+Result Stream::settleOwed(Op& op, bool* ready) {
   OwedTokens& owed = op.comm->owedTokens();
   waitingOwed_ = false;
-  while (owed.size() > keep) {
+  const size_t limit = OwedTokens::limit();
+  while (owed.size() > limit) {
     const int peer = owed.oldestPeer();
     RecvConnection* rconn = nullptr;
     MIXCCL_TRY(op.comm->recvConnection(peer, kLaneColl, &rconn));
@@ -336,7 +336,7 @@ Result Stream::progress(bool* advanced) {
     }
     if (op.lane == kLaneColl && !op.comm->owedTokens().empty()) {
       bool ready = true;
-      MIXCCL_TRY(settleOwed(op, !steps.empty() && isOwedToken(op, steps.size() - 1) ? 1 : 0, &ready));
+      MIXCCL_TRY(settleOwed(op, &ready));
       if (!ready) return Result::kSuccess;
     }
     if (op.lane == kLaneColl) op.comm->board().noteDone(op.seq);

@@ -69,7 +69,7 @@ class Stream {
 
  private:
   static bool isOwedToken(const Op& op, size_t step);
-  Result settleOwed(Op& op, size_t keep, bool* ready);
+  Result settleOwed(Op& op, bool* ready);
   Result retireSteps(Op& op, bool* advanced);
   Result tryStep(Op& op, const algo::Step& step);
   Result sendToken(Op& op, int root);

@@ -2,10 +2,18 @@
 // SPDX-FileCopyrightText: 2026 The mixccl authors
 #include "src/core/owed_tokens.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
+#include "common/config.h"
+
 namespace mixccl {
+
+size_t OwedTokens::limit() {
+  const int64_t depth = config::getInt(config::Knob::kFifoDepth);
+  return static_cast<size_t>(std::max<int64_t>(1, depth - 2));
+}
 
 bool OwedTokens::from(int peer) const {
   for (const Owed& o : owed_) {

@@ -129,23 +129,28 @@ TEST_P(MismatchTest, Collective) {
 
 // Ranks 0 and 1 each pass themselves as the root (the others follow rank 1). A root only sends and
 // does not wait for its closing token (src/core/owed_tokens.h): it may return from the crossed call
-// and must then fail in the next one, `then` (the next collective, or ncclCommFinalize), on reading
-// the message that stands where its token is owed. Every other failure is the remote error that
-// a peer's abort causes.
-enum class Then { kNextCall, kFinalize };
+// and must then fail in what follows, `then`: one of the next OwedTokens::limit() + 1 collectives,
+// or ncclCommFinalize, on reading the message that stands where its token is owed. Every other
+// failure is the remote error that a peer's abort causes.
+enum class Then { kLaterCalls, kFinalize };
+constexpr int kLaterCalls = 8;  // MIXCCL_FIFO_DEPTH (8) - 2 tokens may stay owed, and one more call
 void checkCrossedRoots(int nranks, Then then, const std::function<ncclResult_t(int, ncclComm_t, int)>& call) {
   const auto start = std::chrono::steady_clock::now();
   std::vector<Outcome> out = runMismatch(nranks, [&](int rank, ncclComm_t comm) {
     ncclResult_t r = call(rank, comm, rank == 0 ? 0 : 1);
     if (r != ncclSuccess) return r;
     if (then == Then::kFinalize) return ncclCommFinalize(comm);
-    float x = 1.0f;
-    return ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, nullptr);
+    for (int i = 0; i < kLaterCalls && r == ncclSuccess; ++i) {
+      float x = 1.0f;
+      r = ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, nullptr);
+    }
+    return r;
   });
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
   int usage = 0;
   for (int r = 0; r < 2; ++r) {
-    EXPECT_NE(out[r].result, ncclSuccess) << "rank " << r << " returned success from a crossed root and the call after";
+    EXPECT_NE(out[r].result, ncclSuccess)
+        << "rank " << r << " returned success from a crossed root and the calls after";
     if (out[r].result == ncclInvalidUsage) {
       ++usage;
       EXPECT_NE(out[r].message.find("root"), std::string::npos) << out[r].message;
@@ -157,14 +162,14 @@ void checkCrossedRoots(int nranks, Then then, const std::function<ncclResult_t(i
 }
 
 TEST_P(MismatchTest, CrossedBroadcastRoots) {
-  checkCrossedRoots(GetParam().nranks, Then::kNextCall, [](int rank, ncclComm_t comm, int root) {
+  checkCrossedRoots(GetParam().nranks, Then::kLaterCalls, [](int rank, ncclComm_t comm, int root) {
     std::vector<float> v(kCount, static_cast<float>(rank));
     return ncclBroadcast(v.data(), v.data(), kCount, ncclFloat32, root, comm, nullptr);
   });
 }
 
 TEST_P(MismatchTest, CrossedBroadcastRootsSmall) {
-  checkCrossedRoots(GetParam().nranks, Then::kNextCall, [](int rank, ncclComm_t comm, int root) {
+  checkCrossedRoots(GetParam().nranks, Then::kLaterCalls, [](int rank, ncclComm_t comm, int root) {
     int v = rank;
     return ncclBroadcast(&v, &v, 1, ncclInt32, root, comm, nullptr);
   });
@@ -179,7 +184,7 @@ TEST_P(MismatchTest, CrossedBroadcastRootsThenFinalize) {
 
 TEST_P(MismatchTest, CrossedScatterRoots) {
   const int n = GetParam().nranks;
-  checkCrossedRoots(n, Then::kNextCall, [n](int rank, ncclComm_t comm, int root) {
+  checkCrossedRoots(n, Then::kLaterCalls, [n](int rank, ncclComm_t comm, int root) {
     std::vector<float> in(kCount * n, static_cast<float>(rank)), out(kCount);
     return ncclScatter(in.data(), out.data(), kCount, ncclFloat32, root, comm, nullptr);
   });

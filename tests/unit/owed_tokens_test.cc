@@ -10,6 +10,8 @@
 
 #include <string>
 
+#include "tests/support/env_guard.h"
+
 namespace mixccl {
 namespace {
 
@@ -62,6 +64,20 @@ TEST(OwedTokens, ATokenWithAPayloadIsAMismatch) {
   owed.add(2, broadcast(5, 1));
   EXPECT_EQ(owed.match(2, 8, broadcast(5, 1).stamp), Result::kInvalidUsage);
   EXPECT_NE(lastError().find("closing token"), std::string::npos) << lastError();
+}
+
+// The tokens left owed between calls leave the peer's lane two slots (its probes, its data), and
+// at least one may always stay owed: the token of the call that just returned.
+TEST(OwedTokens, LimitFollowsTheFifoDepth) {
+  EXPECT_EQ(OwedTokens::limit(), 6u);  // MIXCCL_FIFO_DEPTH's default, 8
+  {
+    testing::EnvGuard depth("MIXCCL_FIFO_DEPTH", "4");
+    EXPECT_EQ(OwedTokens::limit(), 2u);
+  }
+  {
+    testing::EnvGuard depth("MIXCCL_FIFO_DEPTH", "1");
+    EXPECT_EQ(OwedTokens::limit(), 1u);
+  }
 }
 
 }  // namespace
