@@ -87,7 +87,8 @@ class Tuner {
   uint32_t autoChoices(CollKind kind, uint32_t mask) const;
   uint32_t keepDeterministic(CollKind kind, uint32_t mask) const;
 
-  uint32_t allowed_[kNumCollKinds] = {};  // per collective, bit (1 << Algo) for each allowed algorithm
+  uint32_t allowed_[kNumCollKinds] = {};    // per collective, bit (1 << Algo) for each allowed algorithm
+  uint32_t smallOnly_[kNumCollKinds] = {};  // of those, the ones chosen only for one-message operands
   std::string algoPolicy_;
   std::string protoPolicy_;
   TuneFacts facts_;
