@@ -12,7 +12,7 @@ namespace mixccl {
 
 size_t OwedTokens::limit() {
   const int64_t depth = config::getInt(config::Knob::kFifoDepth);
-  return static_cast<size_t>(std::max<int64_t>(1, depth - 2));
+  return static_cast<size_t>(std::max<int64_t>(0, depth - 2));
 }
 
 bool OwedTokens::from(int peer) const {

@@ -10,9 +10,11 @@
 // whichever comes first:
 //  - a receive on the collective lane from that peer (messages on a lane are in order, so the
 //    token stands before anything newer: Stream::peekData() consumes owed tokens first);
-//  - the end of a collective while more than limit() are owed (MIXCCL_FIFO_DEPTH - 2, at least 1:
-//    6 by default), so the token of operation k is read before operation k + limit() returns,
-//    and the tokens in the peer's lane leave it slots for its probes and data;
+//  - the end of a collective while more than limit() are owed (MIXCCL_FIFO_DEPTH - 2: 6 by
+//    default), so the token of operation k is read before operation k + limit() returns, and
+//    the tokens in the peer's lane leave it two slots, one for data and one for a probe. Every
+//    schedule is deadlock-free with one free slot per lane (schedule.h); below a depth of 3 the
+//    limit is 0 and the root waits for its token before it returns, as it did before;
 //  - ncclCommFinalize, after its barrier (every rank has sent everything by then).
 // So a stream of broadcasts from one root is pipelined: the root runs up to limit() calls ahead
 // of the rank that closes its tree, where waiting would cost a round trip per call (at 8 ranks on

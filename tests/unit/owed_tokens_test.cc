@@ -66,17 +66,17 @@ TEST(OwedTokens, ATokenWithAPayloadIsAMismatch) {
   EXPECT_NE(lastError().find("closing token"), std::string::npos) << lastError();
 }
 
-// The tokens left owed between calls leave the peer's lane two slots (its probes, its data), and
-// at least one may always stay owed: the token of the call that just returned.
+// The tokens left owed between calls leave the peer's lane two slots (its data, a probe); with
+// fewer slots none stays owed (the root waits for its token).
 TEST(OwedTokens, LimitFollowsTheFifoDepth) {
   EXPECT_EQ(OwedTokens::limit(), 6u);  // MIXCCL_FIFO_DEPTH's default, 8
   {
-    testing::EnvGuard depth("MIXCCL_FIFO_DEPTH", "4");
-    EXPECT_EQ(OwedTokens::limit(), 2u);
+    testing::EnvGuard depth("MIXCCL_FIFO_DEPTH", "3");
+    EXPECT_EQ(OwedTokens::limit(), 1u);
   }
   {
     testing::EnvGuard depth("MIXCCL_FIFO_DEPTH", "1");
-    EXPECT_EQ(OwedTokens::limit(), 1u);
+    EXPECT_EQ(OwedTokens::limit(), 0u);
   }
 }
 
