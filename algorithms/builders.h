@@ -21,6 +21,8 @@ void buildRingAllGather(const CollArgs& a, Schedule* s);
 void buildRingBroadcast(const CollArgs& a, Schedule* s);
 void buildRingReduce(const CollArgs& a, Schedule* s);
 void buildPairwiseAlltoAll(const CollArgs& a, Schedule* s);
+void buildDirectAlltoAll(const CollArgs& a, Schedule* s);
+void buildDirectAllGather(const CollArgs& a, Schedule* s);
 void buildDirectGather(const CollArgs& a, Schedule* s);
 void buildDirectScatter(const CollArgs& a, Schedule* s);
 void buildSend(const CollArgs& a, Schedule* s);
@@ -82,6 +84,26 @@ inline Step sendStep(Buf src, uint64_t srcOffset, uint64_t len, int peer) {
   st.srcOffset = srcOffset;
   st.count = len;
   return st;
+}
+
+// The rounds of a direct exchange (direct_all_to_all.cc, direct_all_gather.cc): blocks of `count`
+// elements are cut into chunk-sized pieces, a round per piece; in a round this rank sends the
+// piece of the block for every peer, to rank+1 .. rank+n-1 (Input[sendOffset(q) + off]), then
+// receives the piece of every peer's block, from rank-1 .. rank-(n-1) (Output[recvOffset(q) + off]).
+template <class SendOffset, class RecvOffset>
+inline void appendDirectRounds(const CollArgs& a, uint64_t count, SendOffset sendOffset, RecvOffset recvOffset,
+                               Schedule* s) {
+  const int n = a.nranks;
+  forEachChunk(count, a.chunkElems, [&](uint64_t off, uint64_t len) {
+    for (int k = 1; k < n; ++k) {
+      const int to = ringPeer(a.rank, k, n);
+      s->steps.push_back(sendStep(Buf::kInput, sendOffset(to) + off, len, to));
+    }
+    for (int k = 1; k < n; ++k) {
+      const int from = ringPeer(a.rank, -k, n);
+      s->steps.push_back(recvStep(from, Buf::kOutput, recvOffset(from) + off, len));
+    }
+  });
 }
 
 // A step on elements [off, off + len) of its local buffers (src and dst at the same offset;

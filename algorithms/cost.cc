@@ -199,8 +199,15 @@ double predictSeconds(Algo algo, CollKind kind, int p, uint64_t nBytes, uint64_t
   switch (algo) {
     case Algo::kRing:
       return ring(kind, P, n, chunk, m);
+    case Algo::kDirect:
+      if (kind == CollKind::kAlltoAll || kind == CollKind::kAllGather) {
+        // direct_all_to_all.cc, direct_all_gather.cc: per piece one round, whose p-1 sends leave
+        // one after the other without waiting (as one-shot's), then p-1 receives.
+        return msgs(n, chunk) * (m.alpha + (P - 2) * sendCost(m)) + (P - 1) * n * m.beta;
+      }
+      // Gather, scatter: the root exchanges p-1 blocks, one after the other.
+      return (P - 1) * (msgs(n, chunk) * m.alpha + n * m.beta);
     case Algo::kPairwise:  // p-1 exchanges of one block each, sent and received at once
-    case Algo::kDirect:    // the root exchanges p-1 blocks, one after the other
       return (P - 1) * (msgs(n, chunk) * m.alpha + n * m.beta);
     case Algo::kRecursiveDoubling: {
       if (kind == CollKind::kAllGather) return doublingAllGather(P, n, chunk, m);

@@ -107,6 +107,8 @@ bool algoSupports(Algo algo, CollKind kind) {
       return kind == CollKind::kAllReduce;
     case Algo::kOrdered:
       return kind == CollKind::kAllReduce || kind == CollKind::kReduceScatter || kind == CollKind::kReduce;
+    case Algo::kDirect:  // and gather/scatter, whose default it is
+      return kind == CollKind::kAlltoAll || kind == CollKind::kAllGather;
     default:
       return false;
   }
@@ -187,6 +189,8 @@ Result buildSchedule(const CollArgs& a, Schedule* out) {
         buildRecursiveDoublingAllGather(a, out);
       } else if (algo == Algo::kBruck) {
         buildBruckAllGather(a, out);
+      } else if (algo == Algo::kDirect) {
+        buildDirectAllGather(a, out);
       } else {
         buildRingAllGather(a, out);
       }
@@ -205,6 +209,8 @@ Result buildSchedule(const CollArgs& a, Schedule* out) {
     case CollKind::kAlltoAll:
       if (algo == Algo::kBruck) {
         buildBruckAlltoAll(a, out);
+      } else if (algo == Algo::kDirect) {
+        buildDirectAlltoAll(a, out);
       } else {
         buildPairwiseAlltoAll(a, out);
       }
