@@ -38,6 +38,7 @@
 #include "src/core/owed_tokens.h"
 #include "src/core/peer_info.h"
 #include "src/core/plan_cache.h"
+#include "src/core/scratch_pool.h"
 #include "src/core/tuner.h"
 #include "src/device/device_backend.h"
 #include "transports/transport.h"
@@ -96,6 +97,8 @@ class Communicator {
   // Which algorithm each collective runs with (tuner.h); configured at init, read-only after.
   const Tuner& tuner() const { return tuner_; }
   PlanCache& plans() { return plans_; }
+  // Scratch buffers of operations, kept for the next ones (scratch_pool.h).
+  ScratchPool& scratchPool() { return scratch_; }
 
   // The connection of `lane` to/from `peer`, created on first use (never blocks).
   Result sendConnection(int peer, int lane, SendConnection** out);
@@ -204,6 +207,7 @@ class Communicator {
   bool deviceOnHostCores_ = false;
   Tuner tuner_;
   PlanCache plans_;
+  ScratchPool scratch_;  // before engine_: queued operations give their scratch back first
   CommOptions options_;
   uint64_t commHash_ = 0;
   std::atomic<CommState> state_{CommState::kInitializing};

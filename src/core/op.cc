@@ -119,7 +119,7 @@ Result planOp(Op* op) {
   }
   if (op->schedule->scratchElems > 0) {
     const size_t bytes = op->schedule->scratchElems * elem;
-    Result r = op->scratch.allocate(op->comm->backend(), bytes);
+    Result r = op->scratch.allocate(&comm->scratchPool(), comm->backend(), bytes);
     if (r != Result::kSuccess) {
       return fail(r,
                   "%s on rank %d: the %s algorithm needs %zu bytes of scratch memory and the %s backend could not "

@@ -11,32 +11,12 @@
 #include "algorithms/schedule.h"
 #include "common/result.h"
 #include "common/types.h"
+#include "src/core/scratch_pool.h"
 #include "src/device/device_backend.h"
 
 namespace mixccl {
 
 class Communicator;
-
-// Memory a schedule asks for (algo::Buf::kScratch), from the communicator's backend so device
-// work can reach it; freed with the operation, which outlives every step that used it.
-class ScratchMemory {
- public:
-  ScratchMemory() = default;
-  ~ScratchMemory() {
-    if (ptr_ != nullptr) (void)backend_->free(ptr_);
-  }
-  ScratchMemory(const ScratchMemory&) = delete;
-  ScratchMemory& operator=(const ScratchMemory&) = delete;
-  Result allocate(DeviceBackend* backend, size_t bytes) {
-    backend_ = backend;
-    return backend->alloc(bytes, &ptr_);
-  }
-  void* get() const { return ptr_; }
-
- private:
-  DeviceBackend* backend_ = nullptr;
-  void* ptr_ = nullptr;
-};
 
 struct Op {
   Communicator* comm = nullptr;

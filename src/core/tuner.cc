@@ -239,12 +239,11 @@ algo::LinkModel linkModel(const TuneFacts& facts) {
 
 // The algorithms an unrestricted choice considers among `mask`: one-shot only where every rank
 // shares memory; the ordered reduction (one round of direct messages, folded in rank order) when
-// MIXCCL_DETERMINISTIC asks for it, and otherwise only for a reduce-scatter among ranks that share
-// memory, and there only for one-message operands (smallOnly_, choose()): one round beats a
-// tree's log p rounds for small messages (8 ranks on 2 cores, 256 B: 10.7-14.6 us ordered, 17.8
-// with Bruck). Its all-reduce and reduce lost to the others at 32 KiB-2 MiB (2 MiB at 8 ranks:
-// 5.6-6.1 ms against 1.0-1.3 with the ring), which the model does not predict. Never empties a
-// non-empty mask.
+// MIXCCL_DETERMINISTIC asks for it, and otherwise only for a small reduce-scatter among ranks that
+// share memory (smallOnly_, choose()): one round beats a tree's log p rounds for small messages
+// (8 ranks on 2 cores, 256 B: 10.7-14.6 us ordered, 17.8 with Bruck). Its all-reduce and reduce
+// lost to the others at 32 KiB-2 MiB (2 MiB at 8 ranks: 5.6-6.1 ms against 1.0-1.3 with the
+// ring), which the model does not predict. Never empties a non-empty mask.
 uint32_t Tuner::autoChoices(CollKind kind, uint32_t mask) const {
   uint32_t narrowed = mask;
   if (!facts_.deterministic && (!facts_.shm || kind != CollKind::kReduceScatter)) narrowed &= ~bit(Algo::kOrdered);
@@ -289,11 +288,15 @@ Result Tuner::configure(const std::string& algoPolicy, const std::string& protoP
     const CollKind kind = static_cast<CollKind>(k);
     const uint32_t all = supported(kind);
     const Entry* e = kind == CollKind::kSend || kind == CollKind::kRecv ? nullptr : entryFor(entries, kind);
-    // The ordered reduction, when the tuner takes it on its own: only for operands of one message
-    // (choose()), its one round. With larger ones every peer sends to one owner at once, which the
-    // model does not see: at 8 ranks on 2 cores an 8 MiB reduce-scatter took 10.8 ms ordered
-    // against 2.8 ms with the ring, where the model predicted ordered faster.
-    smallOnly_[k] = facts_.deterministic ? 0 : bit(Algo::kOrdered);
+    // One-round algorithms the tuner takes on its own only for small collectives (choose(),
+    // kLatencyOnlyBytes): the ordered reduce-scatter and the direct all-gather. Their one round
+    // wins where latency decides; above, every peer's data reaching one rank at once (ordered) or
+    // one block leaving p-1 times (direct) lost to the ring in ways the model does not see
+    // (perf/tuner-sweep, 2 MiB at 8 ranks on 2 cores: ordered 4.3 ms and direct 0.61 ms against
+    // the ring's 0.50 and 0.46). The direct all-to-all stayed within 5 % of pairwise at every size.
+    smallOnly_[k] = 0;
+    if (kind == CollKind::kReduceScatter && !facts_.deterministic) smallOnly_[k] = bit(Algo::kOrdered);
+    if (kind == CollKind::kAllGather) smallOnly_[k] = bit(Algo::kDirect);
     if (e == nullptr) {
       allowed_[k] = keepDeterministic(kind, autoChoices(kind, all));
       continue;
@@ -346,9 +349,8 @@ Result Tuner::choose(CollKind kind, uint64_t count, DataType dtype, TuneChoice* 
   const algo::LinkModel model = linkModel(facts_);
   const uint64_t bytes = count * dataTypeSize(dtype);
   uint32_t mask = allowed_[static_cast<int>(kind)];
-  const uint64_t operand = kind == CollKind::kAllReduce ? bytes / static_cast<uint64_t>(facts_.nranks) : bytes;
   const uint32_t large = mask & ~smallOnly_[static_cast<int>(kind)];
-  if (operand > facts_.chunkBytes && large != 0) mask = large;
+  if (bytes * static_cast<uint64_t>(facts_.nranks) > kLatencyOnlyBytes && large != 0) mask = large;
   if (mask == 0) {
     return fail(Result::kInvalidUsage, "%s: NCCL_ALGO=\"%s\" leaves it with no algorithm; %s runs with: %s",
                 collName(kind), algoPolicy_.c_str(), collName(kind), namesOf(supported(kind)).c_str());
