@@ -205,8 +205,8 @@ double predictSeconds(Algo algo, CollKind kind, int p, uint64_t nBytes, uint64_t
         // one after the other without waiting (as one-shot's), then p-1 receives.
         return msgs(n, chunk) * (m.alpha + (P - 2) * sendCost(m)) + (P - 1) * n * m.beta;
       }
-      // Gather, scatter: the root exchanges p-1 blocks, one after the other.
-      return (P - 1) * (msgs(n, chunk) * m.alpha + n * m.beta);
+      // Gather, scatter: the root exchanges p-1 blocks, one after the other, as pairwise does.
+      [[fallthrough]];
     case Algo::kPairwise:  // p-1 exchanges of one block each, sent and received at once
       return (P - 1) * (msgs(n, chunk) * m.alpha + n * m.beta);
     case Algo::kRecursiveDoubling: {

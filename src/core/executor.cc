@@ -606,7 +606,7 @@ std::string Stream::describeWait() const {
   if (waitingOwed_) {
     snprintf(buf, sizeof(buf), "%s (seq %llu, %llu x %s) after its last step: waiting for %s", collName(op.kind),
              static_cast<unsigned long long>(op.seq), static_cast<unsigned long long>(op.count), dataTypeName(op.dtype),
-             op.comm->owedTokens().describeOldest().c_str());
+             op.comm->owedTokens().describe(op.comm->owedTokens().oldestPeer()).c_str());
     return buf;
   }
   if (!pending_.empty()) {

@@ -21,7 +21,7 @@ Result checkDrained(Communicator& comm, int peer) {
   OwedTokens& owed = comm.owedTokens();
   // An owed token left the peer before its barrier, but over a network it may still be on its way.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(config::getInt(config::Knob::kTimeout));
-  for (; conn != nullptr;) {
+  while (conn != nullptr) {
     const void* data = nullptr;
     size_t bytes = 0;
     uint64_t stamp = 0;
@@ -48,12 +48,12 @@ Result checkDrained(Communicator& comm, int peer) {
     }
     MIXCCL_TRY(conn->release());  // probes and owed tokens have served their purpose
   }
-  if (comm.owedTokens().from(peer)) {
+  if (owed.from(peer)) {
     return fail(Result::kInvalidUsage,
                 "ncclCommFinalize on rank %d: rank %d finished without sending %s: mismatched calls (e.g. ranks "
                 "that disagree on a broadcast's root); every rank must issue the same collectives with the same "
                 "arguments",
-                comm.rank(), peer, comm.owedTokens().describeOldest().c_str());
+                comm.rank(), peer, owed.describe(peer).c_str());
   }
   return Result::kSuccess;
 }

@@ -153,13 +153,14 @@ Result runOps(std::vector<std::unique_ptr<Op>>& ops) {
 // if `run` and no call inside the group failed. As in NCCL, one failed call abandons the group's
 // operations: running the others would leave this rank's sequence out of step with its peers'.
 Result finish(const char* fn, bool run) {
-  std::vector<Communicator*> inits = std::move(state().inits);
-  std::vector<std::thread> tasks = std::move(state().tasks);
-  std::vector<std::unique_ptr<Result>> taskResults = std::move(state().taskResults);
-  std::vector<std::unique_ptr<Op>> ops = std::move(state().ops);
-  const Result first = state().firstError;
-  const std::string firstMessage = std::move(state().firstMessage);
-  state() = GroupState{};
+  GroupState& group = state();
+  std::vector<Communicator*> inits = std::move(group.inits);
+  std::vector<std::thread> tasks = std::move(group.tasks);
+  std::vector<std::unique_ptr<Result>> taskResults = std::move(group.taskResults);
+  std::vector<std::unique_ptr<Op>> ops = std::move(group.ops);
+  const Result first = group.firstError;
+  const std::string firstMessage = std::move(group.firstMessage);
+  group = GroupState{};
   Result r = Result::kSuccess;
   for (size_t i = 0; i < tasks.size(); ++i) {
     tasks[i].join();

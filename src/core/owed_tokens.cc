@@ -41,12 +41,15 @@ Result OwedTokens::match(int peer, size_t bytes, uint64_t stamp) {
   return Result::kSuccess;
 }
 
-std::string OwedTokens::describeOldest() const {
-  if (owed_.empty()) return "no closing token";
-  char buf[128];
-  snprintf(buf, sizeof(buf), "the closing token of %s (seq %llu) from rank %d", collName(owed_.front().op.kind),
-           static_cast<unsigned long long>(owed_.front().op.seq), owed_.front().peer);
-  return buf;
+std::string OwedTokens::describe(int peer) const {
+  for (const Owed& o : owed_) {
+    if (o.peer != peer) continue;
+    char buf[128];
+    snprintf(buf, sizeof(buf), "the closing token of %s (seq %llu) from rank %d", collName(o.op.kind),
+             static_cast<unsigned long long>(o.op.seq), peer);
+    return buf;
+  }
+  return "no closing token";
 }
 
 }  // namespace mixccl

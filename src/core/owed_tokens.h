@@ -53,8 +53,9 @@ class OwedTokens {
   // kSuccess when it is the oldest token owed by `peer` (forgotten here; the caller releases the
   // message), kInvalidUsage naming the owed operation when it is anything else.
   Result match(int peer, size_t bytes, uint64_t stamp);
-  // "the closing token of Broadcast seq 7 from rank 1" (for wait descriptions).
-  std::string describeOldest() const;
+  // "the closing token of Broadcast (seq 7) from rank 1": the oldest token `peer` owes (for wait
+  // descriptions and errors).
+  std::string describe(int peer) const;
 
  private:
   struct Owed {

@@ -37,7 +37,7 @@ TEST(OwedTokens, TokensAreReadPerPeerInOrder) {
   EXPECT_TRUE(owed.from(3));
   EXPECT_FALSE(owed.from(4));
   EXPECT_EQ(owed.oldestPeer(), 3);
-  EXPECT_NE(owed.describeOldest().find("seq 7"), std::string::npos) << owed.describeOldest();
+  EXPECT_NE(owed.describe(3).find("seq 7"), std::string::npos) << owed.describe(3);
 
   // Peer 5's token may arrive first: lanes are independent.
   EXPECT_EQ(owed.match(5, 0, broadcast(8, 0).stamp), Result::kSuccess);
