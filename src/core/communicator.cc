@@ -305,6 +305,14 @@ Result Communicator::recvConnection(int peer, int lane, RecvConnection** out) {
   return Result::kSuccess;
 }
 
+void Communicator::openRecvLanes(int lane) {
+  QuietFailures quiet;
+  for (int peer = 0; peer < nranks_; ++peer) {
+    RecvConnection* conn = nullptr;
+    if (peer != rank_) (void)recvConnection(peer, lane, &conn);
+  }
+}
+
 Result Communicator::progressTransports() {
   for (TransportSlot& slot : transports_) MIXCCL_TRY(slot.transport->progress());
   return Result::kSuccess;

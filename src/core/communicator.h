@@ -103,6 +103,11 @@ class Communicator {
   // The connection of `lane` to/from `peer`, created on first use (never blocks).
   Result sendConnection(int peer, int lane, SendConnection** out);
   Result recvConnection(int peer, int lane, RecvConnection** out);
+  // Creates the receiving end of `lane` from every peer, as far as it can (best effort, quietly:
+  // a lane that cannot be created is left out). For the mismatch look of a long stall and for
+  // finalize (executor.cc, finalize.cc): where a receiver creates its lane (shm), a peer sending
+  // what no schedule of this rank reads waits for that lane until this is called. Never blocks.
+  void openRecvLanes(int lane);
   // The receiving end of `lane` from `peer` if it was ever created, else nullptr (never creates).
   RecvConnection* existingRecvConnection(int peer, int lane) {
     return recvConns_.empty() ? nullptr : recvConns_[static_cast<size_t>(peer) * kNumLanes + lane].get();

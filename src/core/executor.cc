@@ -345,6 +345,7 @@ Result Stream::progress(bool* advanced) {
     connected_ = false;
     probeTargets_.clear();
     probesDone_ = false;
+    lanesOpened_ = false;
     gone_.clear();
   }
   // Everything is issued; the call may return once every message left this rank (tokens too,
@@ -509,7 +510,8 @@ std::vector<int> Stream::remainingPeers(const Op& op, bool tokenReceivers) const
   return peers;
 }
 
-Result Stream::checkPending(bool probe) {
+Result Stream::checkPending(Stall stall) {
+  const bool probe = stall != Stall::kLook;
   if (finished_ || opIndex_ >= ops_.size()) return Result::kSuccess;
   // Waiting for its own device, not for a peer; a probe would also take a slot behind ones that
   // issued steps hold uncommitted (commit() publishes the oldest).
@@ -546,7 +548,8 @@ Result Stream::checkPending(bool probe) {
   // broadcast root waits for its (wrong) parent, which finished and waits in the next operation
   // for a rank that in turn waits for it, while the message of the real root lies unread.
   // A message of another sequence number is left alone (a peer may legitimately run ahead).
-  // Existing connections only: looking must not open a mesh of them.
+  // Existing connections only, until the stall is long (openAllLanes).
+  if (stall == Stall::kOpenLanes && op.lane == kLaneColl && !lanesOpened_) openAllLanes(op);
   if (probe && op.lane == kLaneColl) {
     for (int peer = 0; peer < op.comm->nranks(); ++peer) {
       RecvConnection* rconn = op.comm->existingRecvConnection(peer, op.lane);
@@ -563,6 +566,20 @@ Result Stream::checkPending(bool probe) {
     }
   }
   return Result::kSuccess;
+}
+
+// After a long stall, the collective lanes from every peer, so that the look above covers them
+// all. Where a lane's receiver creates it (shm: the receiver's segment), a peer that sends to this
+// rank when no schedule of this rank ever reads from it waits for that lane forever, and so does
+// its probe: at a communicator's first operations, before most lanes exist, ranks that disagree
+// on an operation could otherwise all wait for the deadline with each one's evidence undelivered
+// (a broadcast whose root one rank sees differently: the root waits to send to it, the others wait
+// for the root). Only then, and once per operation: a mesh of lanes costs a segment or a
+// connection object per peer, so a merely late peer (under a second) never causes it. Opening is
+// advice, like a probe: a lane that cannot be opened is left out, quietly.
+void Stream::openAllLanes(Op& op) {
+  lanesOpened_ = true;
+  op.comm->openRecvLanes(op.lane);
 }
 
 Result Stream::checkOldestFrom(Op& op, int peer) {
@@ -723,6 +740,7 @@ void clearWaits(std::vector<Stream>& streams) {
 // deadline.
 constexpr std::chrono::milliseconds kCheckAfter{10};
 constexpr std::chrono::milliseconds kProbeAfter{200};
+constexpr std::chrono::milliseconds kOpenLanesAfter{1000};
 
 void Stream::reset() {
   ops_.clear();
@@ -732,6 +750,7 @@ void Stream::reset() {
   connected_ = false;
   probeTargets_.clear();
   probesDone_ = false;
+  lanesOpened_ = false;
   waitingPeer_ = -1;
   waitingRecv_ = false;
   waitingOwed_ = false;
@@ -837,7 +856,12 @@ Result runStreams(std::vector<Stream>& streams) {
       if (s.done() || s.empty()) continue;
       result = s.comm()->progressTransports();
       if (result == Result::kSuccess) result = checkFlags(s);
-      if (result == Result::kSuccess && idleFor > kCheckAfter) result = s.checkPending(idleFor > kProbeAfter);
+      if (result == Result::kSuccess && idleFor > kCheckAfter) {
+        const Stream::Stall stall = idleFor > kOpenLanesAfter ? Stream::Stall::kOpenLanes
+                                    : idleFor > kProbeAfter   ? Stream::Stall::kProbe
+                                                              : Stream::Stall::kLook;
+        result = s.checkPending(stall);
+      }
       if (result != Result::kSuccess) break;
     }
     if (result != Result::kSuccess) break;

@@ -53,9 +53,11 @@ class Stream {
   // While the stream is stuck: kInvalidUsage if a peer this operation still receives from has a
   // message of another operation waiting (a mismatch that would otherwise deadlock, e.g. both
   // ranks blocked sending into full lanes). Cheap enough for idle polls only.
-  // With `probe`, also sends one probe (op_stamp.h) per operation to every peer the rest of the
-  // operation exchanges messages with.
-  Result checkPending(bool probe);
+  // From kProbe on, also sends one probe (op_stamp.h) per operation to every peer the rest of the
+  // operation exchanges messages with; at kOpenLanes, also opens the collective lanes from every
+  // peer, once per operation (see checkPending).
+  enum class Stall { kLook, kProbe, kOpenLanes };
+  Result checkPending(Stall stall);
   // `failure` of progress(), or the mismatch that explains it (a peer of the operation sent a
   // message of another operation before the link broke).
   Result preferMismatch(Result failure);
@@ -76,6 +78,7 @@ class Stream {
   size_t heldFrom(const RecvConnection* rconn) const;
   Result connectAll(Op& op);
   Result checkOldestFrom(Op& op, int peer);
+  void openAllLanes(Op& op);
   Result peekData(Op& op, RecvConnection* rconn, int peer, const void** data, size_t* bytes, uint64_t* stamp,
                   bool owedOnly = false);
   Result sendProbes(Op& op);
@@ -94,6 +97,7 @@ class Stream {
   // Peers still to probe during ops_[opIndex_] (sendProbes), and whether that list was worked off.
   std::vector<int> probeTargets_;
   bool probesDone_ = false;
+  bool lanesOpened_ = false;  // checkPending opened the lanes from every peer during ops_[opIndex_]
   int waitingPeer_ = -1;
   bool waitingRecv_ = false;
   bool waitingOwed_ = false;                 // ops_[opIndex_] waits for an owed closing token before it ends

@@ -69,6 +69,11 @@ Result finalizeCommunicator(Communicator& comm) {
     return Result::kSuccess;
   }
   MIXCCL_INFO(log::kInit, "rank %d: finalize waits for every rank to finish the communicator's work", comm.rank());
+  // A peer may still be stuck sending this rank a collective message that no call here read, on a
+  // lane this rank never created (shm: the receiver creates it). It would wait for that lane, and
+  // the barrier for it, until the deadline; with the lane there it finishes its call, reaches the
+  // barrier, and checkDrained below finds the message. One lane per peer, at the communicator's end.
+  comm.openRecvLanes(kLaneColl);
   Result r = comm.bootstrap()->barrier();
   if (r != Result::kSuccess) {
     return fail(r,

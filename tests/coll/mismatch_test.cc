@@ -204,6 +204,27 @@ TEST_P(MismatchTest, RootsAllWaiting) {
       "root");
 }
 
+// At a communicator's first call no lane exists yet. Rank 1 takes rank 0 as the root, the others
+// rank n-1, and all go on with all-reduces. With 4 ranks the root's tree sends to rank 1 first, but
+// rank 1's schedule never reads from the root, so on shm (where the receiver creates a lane) the
+// root waits to send, and the others wait for the root or for rank 1. Each rank's evidence sits
+// on a lane its own operation never opens; the stuck ranks open the lanes from every peer after a
+// long stall (executor.cc, openAllLanes) and find it. Before, all waited for MIXCCL_TIMEOUT.
+TEST_P(MismatchTest, OtherRootAtFirstCall) {
+  const int n = GetParam().nranks;
+  check(
+      [&](int rank, ncclComm_t comm) {
+        std::vector<float> v(10, static_cast<float>(rank));
+        ncclResult_t r =
+            ncclBroadcast(v.data(), v.data(), v.size(), ncclFloat32, rank == 1 ? 0 : n - 1, comm, nullptr);
+        for (int i = 0; i < kLaterCalls && r == ncclSuccess; ++i) {
+          r = ncclAllReduce(v.data(), v.data(), v.size(), ncclFloat32, ncclSum, comm, nullptr);
+        }
+        return r;
+      },
+      "mismatched calls");
+}
+
 TEST_P(MismatchTest, SendRecvDatatype) {
   const int n = GetParam().nranks;
   check(
@@ -218,7 +239,8 @@ TEST_P(MismatchTest, SendRecvDatatype) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, MismatchTest,
-                         ::testing::Values(Param{"shm", 2}, Param{"shm", 3}, Param{"tcp", 2}, Param{"tcp", 4}),
+                         ::testing::Values(Param{"shm", 2}, Param{"shm", 3}, Param{"shm", 4}, Param{"tcp", 2},
+                                           Param{"tcp", 4}),
                          [](const auto& info) {
                            return std::string(info.param.transport) + "_np" + std::to_string(info.param.nranks);
                          });
