@@ -37,20 +37,24 @@ bool reduces(CollKind k) {
 
 // Ring passes (ring_all_reduce.cc, ring_reduce_scatter.cc, ring_all_gather.cc): a pass moves
 // (p-1) segments of n/p bytes (AllReduce) or of n bytes (the gather/scatter kinds) through every
-// rank; the pipeline adds one message time per extra round.
+// rank; the pipeline adds one message time per extra round. Only the origin of a pass stages its
+// send (its own segment); every relay writes its outgoing message in the step that reads the
+// incoming one (the reduce-scatter combines straight into the slot, the all-reduce's last combine
+// writes output and slot at once, the all-gather copies on the bytes it just wrote).
 double ring(CollKind kind, double p, double n, double chunk, const LinkModel& m) {
   if (p <= 1) return reduces(kind) ? n * m.gamma : 0;
   switch (kind) {
     case CollKind::kAllReduce: {
       const double seg = n / p;
       const double rounds = msgs(n, p * chunk);
-      return (2 * (p - 1) + rounds - 1) * m.alpha + 2 * (p - 1) * seg * m.beta + (p - 1) * seg * m.gamma;
+      return (2 * (p - 1) + rounds - 1) * m.alpha + 2 * (p - 1) * seg * m.beta + (p - 1) * seg * m.gamma +
+             seg * m.stage;
     }
     case CollKind::kReduceScatter:
     case CollKind::kAllGather: {
       const double perStep = msgs(n, chunk);
       const double gamma = kind == CollKind::kReduceScatter ? (p - 1) * n * m.gamma : 0;
-      return (p - 1) * perStep * m.alpha + (p - 1) * n * m.beta + gamma;
+      return (p - 1) * perStep * m.alpha + (p - 1) * n * m.beta + gamma + n * m.stage;
     }
     case CollKind::kBroadcast:
     case CollKind::kReduce: {
@@ -91,30 +95,37 @@ double binomial(CollKind kind, double p, double n, double chunk, const LinkModel
 
 // Recursive-doubling all-gather (recursive_doubling_all_gather.cc): round j swaps 2^j virtual
 // ranks' blocks, p/p2 blocks each on average; a fold of n bytes before and an unfold of p*n bytes
-// after when p is not a power of two.
+// after when p is not a power of two. Every round stages its send from the output, where it
+// arrived in an earlier round.
 double doublingAllGather(double p, double n, double chunk, const LinkModel& m) {
   const int p2 = 1 << floorLog2(static_cast<int>(p));
   double t = 0;
   for (int span = 1; span < p2; span *= 2) {
     const double bytes = span * n * p / p2;
-    t += msgs(bytes, chunk) * m.alpha + bytes * m.beta;
+    t += msgs(bytes, chunk) * m.alpha + bytes * (m.beta + m.stage);
   }
-  if (p2 < p) t += msgs(n, chunk) * m.alpha + n * m.beta + msgs(p * n, chunk) * m.alpha + p * n * m.beta;
+  if (p2 < p) {
+    t += msgs(n, chunk) * m.alpha + msgs(p * n, chunk) * m.alpha + (n + p * n) * (m.beta + m.stage);
+  }
   return t;
 }
 
 // Recursive-halving reduce-scatter (recursive_halving_reduce_scatter.cc): round j sends and
 // combines the partial sums of p2/2^(j+1) virtual ranks' blocks; a fold of p*n bytes (combined)
-// before and the delivery of n bytes after when p is not a power of two.
+// before and the delivery of n bytes after when p is not a power of two. A round combines into
+// scratch and the next round stages its send from there (round 0 from the input).
 double halvingReduceScatter(double p, double n, double chunk, const LinkModel& m) {
   const int p2 = 1 << floorLog2(static_cast<int>(p));
   if (p <= 1) return n * m.gamma;
   double t = 0;
   for (int span = p2 / 2; span >= 1; span /= 2) {
     const double bytes = span * n * p / p2;
-    t += msgs(bytes, chunk) * m.alpha + bytes * (m.beta + m.gamma);
+    t += msgs(bytes, chunk) * m.alpha + bytes * (m.beta + m.gamma + m.stage);
   }
-  if (p2 < p) t += msgs(p * n, chunk) * m.alpha + p * n * (m.beta + m.gamma) + msgs(n, chunk) * m.alpha + n * m.beta;
+  if (p2 < p) {
+    t += msgs(p * n, chunk) * m.alpha + p * n * (m.beta + m.gamma + m.stage) + msgs(n, chunk) * m.alpha +
+         n * (m.beta + m.stage);
+  }
   return t;
 }
 
@@ -124,12 +135,13 @@ double halvingReduceScatter(double p, double n, double chunk, const LinkModel& m
 // into s = ceil(n / chunk) even slices, one message per block and slice. The sums are written in
 // the terms of the algorithm each form ties with - recursive doubling / halving round by round
 // for a power of two, the ring's totals otherwise (s slices: (p-1)*s messages, the ring's count)
-// - so that equal costs are equal to the last bit and the tie goes to the one listed first.
+// - so that equal costs are equal to the last bit and the tie goes to the one listed first. Every
+// round stages its send from the output, the input or scratch, as those forms do.
 double bruckGatherScatter(CollKind kind, double p, double n, double chunk, const LinkModel& m) {
   const bool rs = kind == CollKind::kReduceScatter;
   if (p <= 1) return rs ? n * m.gamma : 0;
   const double slices = rs && n > chunk ? msgs(n, chunk) : 1;
-  const double perByte = rs ? m.beta + m.gamma : m.beta;
+  const double perByte = (rs ? m.beta + m.gamma : m.beta) + m.stage;
   const int ip = static_cast<int>(p);
   if ((ip & (ip - 1)) == 0) {
     double t = 0;
@@ -145,21 +157,23 @@ double bruckGatherScatter(CollKind kind, double p, double n, double chunk, const
     for (double bit = 1; bit < p; bit *= 2) messages += msgs(std::min(bit, p - bit) * n, chunk);
   }
   const double gamma = rs ? (p - 1) * n * m.gamma : 0;
-  return messages * m.alpha + (p - 1) * n * m.beta + gamma;
+  return messages * m.alpha + (p - 1) * n * (m.beta + m.stage) + gamma;
 }
 
 // Rabenseifner all-reduce (rabenseifner_all_reduce.cc): log2(p2) halving rounds of p2/2^(j+1)
 // pieces of n/p2 bytes (combined), the same rounds back as doubling ones (copied), and a fold
-// (combined) and unfold of n bytes each when p is not a power of two.
+// (combined) and unfold of n bytes each when p is not a power of two. Every send is staged from
+// the input, scratch or the output (the halving rounds combine into scratch, as recursive
+// halving does).
 double rabenseifner(double p, double n, double chunk, const LinkModel& m) {
   const int p2 = 1 << floorLog2(static_cast<int>(p));
   if (p <= 1) return n * m.gamma;
   double t = 0;
   for (int span = p2 / 2; span >= 1; span /= 2) {
     const double bytes = span * n / p2;
-    t += 2 * msgs(bytes, chunk) * m.alpha + bytes * (2 * m.beta + m.gamma);
+    t += 2 * msgs(bytes, chunk) * m.alpha + bytes * (2 * (m.beta + m.stage) + m.gamma);
   }
-  if (p2 < p) t += 2 * (msgs(n, chunk) * m.alpha + n * m.beta) + n * m.gamma;
+  if (p2 < p) t += 2 * (msgs(n, chunk) * m.alpha + n * (m.beta + m.stage)) + n * m.gamma;
   return t;
 }
 
@@ -168,7 +182,9 @@ double rabenseifner(double p, double n, double chunk, const LinkModel& m) {
 // node's sends to its children one after the other) and is combined once per level up; each
 // further piece costs the busiest rank `sends` sends and `combines` combinations of a piece and
 // one latency, as a ring round does (the pipeline overlaps the rest). Two ranks run the ring's
-// very exchange, at the ring's cost.
+// very exchange, at the ring's cost. Interior nodes combine into the slot to their parent and
+// forward what they just received, as the ring's relays do; the busiest rank, a leaf of one
+// tree, stages its half of the input.
 double doubleBinaryTree(int p, double n, double chunk, const LinkModel& m) {
   if (p <= 1) return n * m.gamma;
   const DbtShape shape = dbtShape(p);
@@ -188,7 +204,7 @@ double doubleBinaryTree(int p, double n, double chunk, const LinkModel& m) {
     combines = p <= 3 ? p - 1 : p % 2 == 0 ? 3 : 4;
   }
   return hops * (m.alpha + piece * m.beta) + depth * piece * m.gamma +
-         (pieces - 1) * (m.alpha + piece * (sends * m.beta + combines * m.gamma));
+         (pieces - 1) * (m.alpha + piece * (sends * m.beta + combines * m.gamma)) + half * m.stage;
 }
 
 }  // namespace
@@ -202,8 +218,11 @@ double predictSeconds(Algo algo, CollKind kind, int p, uint64_t nBytes, uint64_t
     case Algo::kDirect:
       if (kind == CollKind::kAlltoAll || kind == CollKind::kAllGather) {
         // direct_all_to_all.cc, direct_all_gather.cc: per piece one round, whose p-1 sends leave
-        // one after the other without waiting (as one-shot's), then p-1 receives.
-        return msgs(n, chunk) * (m.alpha + (P - 2) * sendCost(m)) + (P - 1) * n * m.beta;
+        // one after the other without waiting (as one-shot's), then p-1 receives. The p-1 copies
+        // of one block (all-gather) read it from the cache after the first. (Staging is not
+        // modelled for the all-to-all forms yet: docs/TUNING.md.)
+        const double staged = kind == CollKind::kAllGather ? n * m.stage : 0;
+        return msgs(n, chunk) * (m.alpha + (P - 2) * sendCost(m)) + (P - 1) * n * m.beta + staged;
       }
       // Gather, scatter: the root exchanges p-1 blocks, one after the other, as pairwise does.
       [[fallthrough]];
@@ -213,8 +232,9 @@ double predictSeconds(Algo algo, CollKind kind, int p, uint64_t nBytes, uint64_t
       if (kind == CollKind::kAllGather) return doublingAllGather(P, n, chunk, m);
       // floor(log2 p) exchanges of the whole buffer, plus a fold and an unfold when p is not a
       // power of two; every exchange combines n bytes.
+      // Each exchange stages the whole buffer (the input, then the partial sums).
       const double rounds = floorLog2(p) + ((p & (p - 1)) != 0 ? 2 : 0);
-      return rounds * (msgs(n, chunk) * m.alpha + n * m.beta) + floorLog2(p) * n * m.gamma;
+      return rounds * (msgs(n, chunk) * m.alpha + n * (m.beta + m.stage)) + floorLog2(p) * n * m.gamma;
     }
     case Algo::kBinomialTree:
       return binomial(kind, P, n, chunk, m);
@@ -248,15 +268,18 @@ double predictSeconds(Algo algo, CollKind kind, int p, uint64_t nBytes, uint64_t
       // the latency is paid once per piece and each further peer costs a send; every rank sends
       // and receives (p-1)n bytes and folds them. (A full alpha per peer made one-shot lose to
       // recursive doubling at 8 B on 8 oversubscribed ranks, where it measured 1.3x faster.)
-      return msgs(n, chunk) * (m.alpha + (P - 2) * sendCost(m)) + (P - 1) * n * (m.beta + m.gamma);
+      return msgs(n, chunk) * (m.alpha + (P - 2) * sendCost(m)) + (P - 1) * n * (m.beta + m.gamma) + n * m.stage;
     case Algo::kOrdered: {
       // ordered_reduce.cc: the owner of each element receives p-1 operands, one message per peer
       // and round, and folds them (AllReduce: blocks of n/p, then as many bytes gathered back;
       // ReduceScatter: blocks of n; Reduce: the root owns all n bytes).
       // As for one-shot, the p-1 operands of a round leave one send after the other.
+      // Every operand is staged from the input (distinct bytes per peer); the all-reduce's owner
+      // sends its folded block p-1 times from the cache.
       const double block = kind == CollKind::kAllReduce ? n / P : n;
       const double one = msgs(block, chunk) * (m.alpha + (P - 2) * sendCost(m)) + (P - 1) * block * m.beta;
-      return (kind == CollKind::kAllReduce ? 2 * one : one) + (P - 1) * block * m.gamma;
+      const double staged = (kind == CollKind::kAllReduce ? P : P - 1) * block * m.stage;
+      return (kind == CollKind::kAllReduce ? 2 * one : one) + (P - 1) * block * m.gamma + staged;
     }
     case Algo::kDoubleBinaryTree:
       return doubleBinaryTree(p, n, chunk, m);

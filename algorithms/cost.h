@@ -28,6 +28,12 @@ struct LinkModel {
   // s per message on the sending rank's core, for messages that leave one after the other
   // without waiting for each other (one-shot's p-1 copies of a piece); 0: alpha.
   double send = 0;
+  // s per byte of a send staged by a pass of its own over the sender's memory: the rank's CPU
+  // reads the bytes from its buffers or scratch, written a round or more before, and copies them
+  // into the slot. A send the same step produces (a ring relay reduces or copies the message it
+  // just received straight on; a pipelined chain forwards what it just wrote) pays no such pass.
+  // Shared memory only, where the ranks' CPUs do the transport's copies; 0 elsewhere.
+  double stage = 0;
 };
 
 // Predicted seconds of `algo` (not kDefault) for `kind` at p ranks, n bytes per rank (see above)

@@ -220,6 +220,9 @@ algo::LinkModel linkModel(const TuneFacts& facts) {
   if (facts.shm) {
     m.alpha = 0.5e-6;
     m.beta = 1.0 / 5e9;
+    // A staged send's own pass over memory is the copy beta measures (callModel() prices it only
+    // where the data has left the cache).
+    m.stage = m.beta;
   } else {
     m.alpha = 10e-6;
     m.beta = 1.0 / 2.5e9;
@@ -234,6 +237,22 @@ algo::LinkModel linkModel(const TuneFacts& facts) {
   const double k = std::max(1, facts.ranksPerCore);
   m.send = m.alpha;
   m.alpha *= k * k;
+  return m;
+}
+
+algo::LinkModel callModel(const TuneFacts& facts, CollKind kind, uint64_t bytes) {
+  algo::LinkModel m = linkModel(facts);
+  // A send staged by a pass of its own (cost.h, `stage`) costs a copy at the memory's speed, the
+  // same copy beta measures, when the data it reads has left the core's cache: when the ranks of
+  // a core touch more than kCacheBytesPerCore between them (their input and output). Below that
+  // the pass reads the cache, several times faster, and the model has always left it out; the
+  // small sizes were tuned that way (docs/TUNING.md, "Staged sends").
+  const uint64_t p = static_cast<uint64_t>(std::max(1, facts.nranks));
+  uint64_t perRank = 0;
+  if (kind == CollKind::kAllReduce) perRank = 2 * bytes;
+  if (kind == CollKind::kAllGather || kind == CollKind::kReduceScatter) perRank = (p + 1) * bytes;
+  const uint64_t perCore = perRank * static_cast<uint64_t>(std::max(1, facts.ranksPerCore));
+  if (perCore <= kCacheBytesPerCore) m.stage = 0;
   return m;
 }
 
@@ -346,8 +365,8 @@ Result Tuner::configure(const std::string& algoPolicy, const std::string& protoP
 }
 
 Result Tuner::choose(CollKind kind, uint64_t count, DataType dtype, TuneChoice* out) const {
-  const algo::LinkModel model = linkModel(facts_);
   const uint64_t bytes = count * dataTypeSize(dtype);
+  const algo::LinkModel model = callModel(facts_, kind, bytes);
   uint32_t mask = allowed_[static_cast<int>(kind)];
   const uint32_t large = mask & ~smallOnly_[static_cast<int>(kind)];
   if (bytes * static_cast<uint64_t>(facts_.nranks) > kLatencyOnlyBytes && large != 0) mask = large;

@@ -19,7 +19,8 @@
 // none of those is overridden for them, with a warning at init. Without it, the ordered algorithm
 // is chosen only by name, and one-shot only among ranks that share memory.
 //
-// The choice minimises algo::predictSeconds() (alpha-beta-gamma, algorithms/cost.h) over the
+// The choice minimises algo::predictSeconds() (alpha-beta-gamma, algorithms/cost.h; priced with
+// callModel(), which adds the staged-send pass once a call's data leaves the cache) over the
 // algorithms the collective has and the policy allows; docs/TUNING.md gives the constants and
 // where they were measured.
 //
@@ -61,6 +62,15 @@ struct TuneFacts {
 
 // Alpha-beta-gamma constants of a link kind (docs/TUNING.md says where they come from).
 algo::LinkModel linkModel(const TuneFacts& facts);
+
+// The L2 cache of one core of the development machine (AMD EPYC, 2 cores: 1 MiB each, lscpu).
+// Like alpha and beta, a measured constant of that machine, not a fact read at run time.
+constexpr uint64_t kCacheBytesPerCore = 1 << 20;
+
+// The model one call is priced with (Tuner::choose): linkModel(), with a staged send's pass
+// (algo::LinkModel::stage) priced only when the data the call's ranks touch on one core (input
+// and output, `bytes` per rank as predictSeconds() counts them) exceeds kCacheBytesPerCore.
+algo::LinkModel callModel(const TuneFacts& facts, CollKind kind, uint64_t bytes);
 
 struct TuneChoice {
   algo::Algo algo = algo::Algo::kRing;

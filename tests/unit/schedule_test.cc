@@ -1310,6 +1310,37 @@ TEST(ScheduleCost, Table) {
   }
 }
 
+// LinkModel::stage prices a send staged by a pass of its own: the ring's origin stages its own
+// block once per pass and its relays none, while the recursive and Bruck forms stage every byte
+// they send (cost.cc).
+TEST(ScheduleCost, StagedSendsCostTheRingOneBlockAndTheRecursiveFormsEveryByteSent) {
+  const LinkModel plain{5e-6, 1e-10, 2e-11};
+  LinkModel staged = plain;
+  staged.stage = 1e-10;
+  const uint64_t n = 256 << 10;  // bytes per rank
+  const double chunk = 512 << 10;
+  const auto extra = [&](Algo a, CollKind kind, int p, uint64_t bytes) {
+    return predictSeconds(a, kind, p, bytes, chunk, staged) - predictSeconds(a, kind, p, bytes, chunk, plain);
+  };
+  for (CollKind kind : {CollKind::kReduceScatter, CollKind::kAllGather}) {
+    EXPECT_NEAR(extra(Algo::kRing, kind, 8, n), n * 1e-10, 1e-12) << collName(kind);
+    EXPECT_NEAR(extra(Algo::kBruck, kind, 8, n), 7 * n * 1e-10, 1e-12) << collName(kind);
+  }
+  EXPECT_NEAR(extra(Algo::kRecursiveHalving, CollKind::kReduceScatter, 8, n), 7 * n * 1e-10, 1e-12);
+  EXPECT_NEAR(extra(Algo::kRecursiveDoubling, CollKind::kAllGather, 8, n), 7 * n * 1e-10, 1e-12);
+  // All-reduce of 8n bytes: the ring stages one segment (n), Rabenseifner 2 x 7/8 of the buffer,
+  // recursive doubling the whole buffer in each of its 3 rounds.
+  EXPECT_NEAR(extra(Algo::kRing, CollKind::kAllReduce, 8, 8 * n), n * 1e-10, 1e-12);
+  EXPECT_NEAR(extra(Algo::kRabenseifner, CollKind::kAllReduce, 8, 8 * n), 14 * n * 1e-10, 1e-12);
+  EXPECT_NEAR(extra(Algo::kRecursiveDoubling, CollKind::kAllReduce, 8, 8 * n), 24 * n * 1e-10, 1e-12);
+  // Which turns the ranking of a 2 MiB reduce-scatter at 8 ranks around: equal bytes, so the
+  // recursive forms won on their fewer messages alone.
+  EXPECT_LT(predictSeconds(Algo::kRecursiveHalving, CollKind::kReduceScatter, 8, n, chunk, plain),
+            predictSeconds(Algo::kRing, CollKind::kReduceScatter, 8, n, chunk, plain));
+  EXPECT_LT(predictSeconds(Algo::kRing, CollKind::kReduceScatter, 8, n, chunk, staged),
+            predictSeconds(Algo::kRecursiveHalving, CollKind::kReduceScatter, 8, n, chunk, staged));
+}
+
 // The model ranks the halving/doubling forms as their files say (Rabenseifner beats recursive
 // doubling on large all-reduces, the logarithmic forms beat the ring on tiny ones).
 TEST(ScheduleCost, LogarithmicFormsWinWhereTheirFilesSay) {

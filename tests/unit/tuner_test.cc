@@ -54,6 +54,39 @@ TEST(Tuner, OversubscriptionMakesHopsDearer) {
   EXPECT_NE(chosen(t, CollKind::kAllReduce, 1024), Algo::kOneShot);
 }
 
+// A send staged by a pass of its own over memory (the recursive and Bruck forms, every round)
+// costs a copy once the data has left the cache; the ring's relays send what they just wrote. So
+// at 8 ranks on 2 cores the ring takes the large sizes from 256 KiB (the whole buffer, as
+// nccl-tests counts it) on, where the logarithmic forms measured 1.4-2.2x slower at 2 MiB, and
+// the tuned small sizes keep their picks (docs/TUNING.md, "Staged sends").
+TEST(Tuner, StagedSendsGiveTheRingTheSizesBeyondTheCache) {
+  TuneFacts f = twoRanksShm();
+  f.nranks = 8;
+  f.ranksPerCore = 4;
+  Tuner t;
+  ASSERT_EQ(t.configure("", "", f), Result::kSuccess);
+  for (uint64_t whole : {uint64_t{256} << 10, uint64_t{2} << 20, uint64_t{32} << 20}) {
+    EXPECT_EQ(chosen(t, CollKind::kAllReduce, whole / 4), Algo::kRing) << whole;
+    EXPECT_EQ(chosen(t, CollKind::kAllGather, whole / 4 / 8), Algo::kRing) << whole;
+    EXPECT_EQ(chosen(t, CollKind::kReduceScatter, whole / 4 / 8), Algo::kRing) << whole;
+  }
+  const uint64_t small = 64 << 10;
+  EXPECT_EQ(chosen(t, CollKind::kAllReduce, small / 4), Algo::kRabenseifner);
+  EXPECT_EQ(chosen(t, CollKind::kAllGather, small / 4 / 8), Algo::kDirect);
+  EXPECT_EQ(chosen(t, CollKind::kReduceScatter, small / 4 / 8), Algo::kOrdered);
+
+  // The pass is priced where the ranks of a core touch more than its cache, at beta; never over
+  // the network, where beta is the wire's.
+  EXPECT_EQ(callModel(f, CollKind::kAllReduce, small).stage, 0);
+  EXPECT_EQ(callModel(f, CollKind::kAllReduce, 2 << 20).stage, linkModel(f).beta);
+  EXPECT_EQ(callModel(f, CollKind::kAllGather, 32 << 10).stage, linkModel(f).beta);  // 4 x 9 x 32 KiB
+  EXPECT_EQ(callModel(f, CollKind::kAllGather, 16 << 10).stage, 0);                  // 4 x 9 x 16 KiB
+  f.ranksPerCore = 1;
+  EXPECT_EQ(callModel(f, CollKind::kAllGather, 32 << 10).stage, 0);
+  f.shm = false;
+  EXPECT_EQ(callModel(f, CollKind::kAllReduce, 256 << 20).stage, 0);
+}
+
 TEST(Tuner, WithoutAPolicySmallAllReducesTakeTheLogarithmicFormAndLargeOnesTheRing) {
   Tuner t;
   ASSERT_EQ(t.configure("", "", twoRanksShm()), Result::kSuccess) << lastError();
@@ -83,7 +116,8 @@ TEST(Tuner, TheChoiceIsTheCheapestCandidateOfTheModel) {
       const Algo a = static_cast<Algo>(g);
       // The ordered algorithm is chosen only by name or in deterministic mode.
       if (!algo::algoSupports(a, CollKind::kAllReduce) || a == Algo::kOrdered) continue;
-      const double cost = algo::predictSeconds(a, CollKind::kAllReduce, 5, count * 4, f.chunkBytes, linkModel(f));
+      const double cost = algo::predictSeconds(a, CollKind::kAllReduce, 5, count * 4, f.chunkBytes,
+                                               callModel(f, CollKind::kAllReduce, count * 4));
       EXPECT_LE(c.seconds, cost) << count << " " << algo::algoName(a);
     }
     TuneChoice again;
@@ -293,8 +327,9 @@ TEST(Tuner, GroupSimulateEndReturnsTheModelsEstimate) {
     TuneFacts f;
     f.nranks = 2;
     const double small = simulate(2), large = simulate(1 << 22);
-    const double wantSmall =
-        algo::predictSeconds(Algo::kRecursiveDoubling, CollKind::kAllReduce, 2, 8, f.chunkBytes, linkModel(f)) * 1e6;
+    const double wantSmall = algo::predictSeconds(Algo::kRecursiveDoubling, CollKind::kAllReduce, 2, 8, f.chunkBytes,
+                                                  callModel(f, CollKind::kAllReduce, 8)) *
+                             1e6;
     EXPECT_NEAR(small, wantSmall, wantSmall * 1e-3);
     EXPECT_GT(large, 100 * small);
   });
