@@ -262,11 +262,17 @@ algo::LinkModel callModel(const TuneFacts& facts, CollKind kind, uint64_t bytes)
 // share memory (smallOnly_, choose()): one round beats a tree's log p rounds for small messages
 // (8 ranks on 2 cores, 256 B: 10.7-14.6 us ordered, 17.8 with Bruck). Its all-reduce and reduce
 // lost to the others at 32 KiB-2 MiB (2 MiB at 8 ranks: 5.6-6.1 ms against 1.0-1.3 with the
-// ring), which the model does not predict. Never empties a non-empty mask.
+// ring), which the model does not predict. The scatter + all-gather broadcast only where some
+// ranks talk over a network: it spares the root's link, which shared memory does not need spared.
+// On shm it was never the fastest, at any size (perf/tuner-sweep, 2, 4 and 8 ranks on 2 cores,
+// 256 KiB: 15.9 / 29.0 / 101 us against the binomial tree's 9.2 / 14.8 / 64.4 and the chain's
+// 11.7 / 15.1 / 56.4; 8 MiB: 1.3-1.6x the chain), though the model, whose beta is memory's rather
+// than the cache's, took it around 256 KiB. Never empties a non-empty mask.
 uint32_t Tuner::autoChoices(CollKind kind, uint32_t mask) const {
   uint32_t narrowed = mask;
   if (!facts_.deterministic && (!facts_.shm || kind != CollKind::kReduceScatter)) narrowed &= ~bit(Algo::kOrdered);
   if (!facts_.shm) narrowed &= ~bit(Algo::kOneShot);
+  if (facts_.shm) narrowed &= ~bit(Algo::kScatterAllGather);
   return narrowed != 0 ? narrowed : mask;
 }
 

@@ -87,6 +87,27 @@ TEST(Tuner, StagedSendsGiveTheRingTheSizesBeyondTheCache) {
   EXPECT_EQ(callModel(f, CollKind::kAllReduce, 256 << 20).stage, 0);
 }
 
+// The scatter + all-gather broadcast spares the root's link: the tuner takes it on its own over a
+// network, never among ranks that all share memory (Tuner::autoChoices), where it measured slower
+// than the tree and the chain at every size; by name it still runs there.
+TEST(Tuner, ScatterAllGatherBroadcastOnlyOverANetworkUnlessNamed) {
+  TuneFacts f = twoRanksShm();
+  f.nranks = 8;
+  f.ranksPerCore = 4;
+  Tuner t;
+  ASSERT_EQ(t.configure("", "", f), Result::kSuccess);
+  for (uint64_t bytes = 4; bytes <= (uint64_t{256} << 20); bytes *= 4) {
+    EXPECT_NE(chosen(t, CollKind::kBroadcast, bytes / 4), Algo::kScatterAllGather) << bytes;
+  }
+  ASSERT_EQ(t.configure("broadcast:scatter-allgather", "", f), Result::kSuccess);
+  EXPECT_EQ(chosen(t, CollKind::kBroadcast, 1 << 16), Algo::kScatterAllGather);
+  f.shm = false;
+  f.nhosts = 8;
+  f.ranksPerCore = 1;
+  ASSERT_EQ(t.configure("", "", f), Result::kSuccess);
+  EXPECT_EQ(chosen(t, CollKind::kBroadcast, 1 << 16), Algo::kScatterAllGather);  // 256 KiB over TCP
+}
+
 TEST(Tuner, WithoutAPolicySmallAllReducesTakeTheLogarithmicFormAndLargeOnesTheRing) {
   Tuner t;
   ASSERT_EQ(t.configure("", "", twoRanksShm()), Result::kSuccess) << lastError();
