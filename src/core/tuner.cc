@@ -264,10 +264,10 @@ algo::LinkModel callModel(const TuneFacts& facts, CollKind kind, uint64_t bytes)
 // lost to the others at 32 KiB-2 MiB (2 MiB at 8 ranks: 5.6-6.1 ms against 1.0-1.3 with the
 // ring), which the model does not predict. The scatter + all-gather broadcast only where some
 // ranks talk over a network: it spares the root's link, which shared memory does not need spared.
-// On shm it was never the fastest, at any size (perf/tuner-sweep, 2, 4 and 8 ranks on 2 cores,
-// 256 KiB: 15.9 / 29.0 / 101 us against the binomial tree's 9.2 / 14.8 / 64.4 and the chain's
-// 11.7 / 15.1 / 56.4; 8 MiB: 1.3-1.6x the chain), though the model, whose beta is memory's rather
-// than the cache's, took it around 256 KiB. Never empties a non-empty mask.
+// On shm it was at best 2 % ahead and up to 3.9x behind the tree or the chain in 18 cells of two
+// perf/tuner-sweep runs (2-8 ranks on 2 cores, 64 KiB-8 MiB; docs/TUNING.md), where the model,
+// whose beta is memory's rather than the cache's, took it from 64 KiB to 2 MiB. Never empties a
+// non-empty mask.
 uint32_t Tuner::autoChoices(CollKind kind, uint32_t mask) const {
   uint32_t narrowed = mask;
   if (!facts_.deterministic && (!facts_.shm || kind != CollKind::kReduceScatter)) narrowed &= ~bit(Algo::kOrdered);
