@@ -67,9 +67,12 @@ TEST(Tuner, StagedSendsGiveTheRingTheSizesBeyondTheCache) {
   ASSERT_EQ(t.configure("", "", f), Result::kSuccess);
   for (uint64_t whole : {uint64_t{256} << 10, uint64_t{2} << 20, uint64_t{32} << 20}) {
     EXPECT_EQ(chosen(t, CollKind::kAllReduce, whole / 4), Algo::kRing) << whole;
-    EXPECT_EQ(chosen(t, CollKind::kAllGather, whole / 4 / 8), Algo::kRing) << whole;
+    // The direct all-gather is taken up to 256 KiB in all (Tuner::configure).
+    EXPECT_EQ(chosen(t, CollKind::kAllGather, whole / 4 / 8), whole <= (256 << 10) ? Algo::kDirect : Algo::kRing)
+        << whole;
     EXPECT_EQ(chosen(t, CollKind::kReduceScatter, whole / 4 / 8), Algo::kRing) << whole;
   }
+  EXPECT_EQ(chosen(t, CollKind::kAllGather, (512 << 10) / 4 / 8), Algo::kRing);
   const uint64_t small = 64 << 10;
   EXPECT_EQ(chosen(t, CollKind::kAllReduce, small / 4), Algo::kRabenseifner);
   EXPECT_EQ(chosen(t, CollKind::kAllGather, small / 4 / 8), Algo::kDirect);
