@@ -262,11 +262,17 @@ algo::LinkModel callModel(const TuneFacts& facts, CollKind kind, uint64_t bytes)
 // share memory (smallOnly_, choose()): one round beats a tree's log p rounds for small messages
 // (8 ranks on 2 cores, 256 B: 10.7-14.6 us ordered, 17.8 with Bruck). Its all-reduce and reduce
 // lost to the others at 32 KiB-2 MiB (2 MiB at 8 ranks: 5.6-6.1 ms against 1.0-1.3 with the
-// ring), which the model does not predict. Never empties a non-empty mask.
+// ring), which the model does not predict. The scatter + all-gather broadcast only where some
+// ranks talk over a network: it spares the root's link, which shared memory does not need spared.
+// On shm it was at best 2 % ahead and up to 3.9x behind the tree or the chain in 18 cells of two
+// perf/tuner-sweep runs (2-8 ranks on 2 cores, 64 KiB-8 MiB; docs/TUNING.md), where the model,
+// whose beta is memory's rather than the cache's, took it from 64 KiB to 2 MiB. Never empties a
+// non-empty mask.
 uint32_t Tuner::autoChoices(CollKind kind, uint32_t mask) const {
   uint32_t narrowed = mask;
   if (!facts_.deterministic && (!facts_.shm || kind != CollKind::kReduceScatter)) narrowed &= ~bit(Algo::kOrdered);
   if (!facts_.shm) narrowed &= ~bit(Algo::kOneShot);
+  if (facts_.shm) narrowed &= ~bit(Algo::kScatterAllGather);
   return narrowed != 0 ? narrowed : mask;
 }
 
@@ -308,14 +314,24 @@ Result Tuner::configure(const std::string& algoPolicy, const std::string& protoP
     const uint32_t all = supported(kind);
     const Entry* e = kind == CollKind::kSend || kind == CollKind::kRecv ? nullptr : entryFor(entries, kind);
     // One-round algorithms the tuner takes on its own only for small collectives (choose(),
-    // kLatencyOnlyBytes): the ordered reduce-scatter and the direct all-gather. Their one round
-    // wins where latency decides; above, every peer's data reaching one rank at once (ordered) or
-    // one block leaving p-1 times (direct) lost to the ring in ways the model does not see
-    // (perf/tuner-sweep, 2 MiB at 8 ranks on 2 cores: ordered 4.3 ms and direct 0.61 ms against
-    // the ring's 0.50 and 0.46). The direct all-to-all stayed within 5 % of pairwise at every size.
+    // smallOnlyBytes_): the ordered reduce-scatter up to 64 KiB, the direct all-gather up to
+    // 256 KiB. Their one round wins where latency decides; above, every peer's data reaching one
+    // rank at once (ordered) or one block leaving p-1 times (direct) lost to the ring in ways the
+    // model does not see (perf/tuner-sweep, 2 MiB at 8 ranks on 2 cores: ordered 4.3 ms and direct
+    // 0.61 ms against the ring's 0.50 and 0.46). The ordered form, which folds p-1 operands at one
+    // owner, lost earlier: at 128-256 KiB it was 1.15-1.48x recursive halving at 4 and 8 ranks,
+    // where direct was within 2 % of the best (and 1.25-1.48x faster than the ring at 8 ranks).
+    // The direct all-to-all stayed within 5 % of pairwise at every size.
     smallOnly_[k] = 0;
-    if (kind == CollKind::kReduceScatter && !facts_.deterministic) smallOnly_[k] = bit(Algo::kOrdered);
-    if (kind == CollKind::kAllGather) smallOnly_[k] = bit(Algo::kDirect);
+    smallOnlyBytes_[k] = 0;
+    if (kind == CollKind::kReduceScatter && !facts_.deterministic) {
+      smallOnly_[k] = bit(Algo::kOrdered);
+      smallOnlyBytes_[k] = kOrderedReduceScatterBytes;
+    }
+    if (kind == CollKind::kAllGather) {
+      smallOnly_[k] = bit(Algo::kDirect);
+      smallOnlyBytes_[k] = kDirectAllGatherBytes;
+    }
     if (e == nullptr) {
       allowed_[k] = keepDeterministic(kind, autoChoices(kind, all));
       continue;
@@ -369,7 +385,9 @@ Result Tuner::choose(CollKind kind, uint64_t count, DataType dtype, TuneChoice* 
   const algo::LinkModel model = callModel(facts_, kind, bytes);
   uint32_t mask = allowed_[static_cast<int>(kind)];
   const uint32_t large = mask & ~smallOnly_[static_cast<int>(kind)];
-  if (bytes * static_cast<uint64_t>(facts_.nranks) > kLatencyOnlyBytes && large != 0) mask = large;
+  if (bytes * static_cast<uint64_t>(facts_.nranks) > smallOnlyBytes_[static_cast<int>(kind)] && large != 0) {
+    mask = large;
+  }
   if (mask == 0) {
     return fail(Result::kInvalidUsage, "%s: NCCL_ALGO=\"%s\" leaves it with no algorithm; %s runs with: %s",
                 collName(kind), algoPolicy_.c_str(), collName(kind), namesOf(supported(kind)).c_str());

@@ -98,10 +98,12 @@ class Tuner {
   uint32_t keepDeterministic(CollKind kind, uint32_t mask) const;
 
   uint32_t allowed_[kNumCollKinds] = {};  // per collective, bit (1 << Algo) for each allowed algorithm
-  // Of those, the ones the tuner takes on its own only up to kLatencyOnlyBytes (the whole
+  // Of those, the ones the tuner takes on its own only up to smallOnlyBytes_ (the whole
   // collective: all p blocks of an all-gather or reduce-scatter; configure() says why).
   uint32_t smallOnly_[kNumCollKinds] = {};
-  static constexpr uint64_t kLatencyOnlyBytes = 64 * 1024;
+  uint64_t smallOnlyBytes_[kNumCollKinds] = {};
+  static constexpr uint64_t kOrderedReduceScatterBytes = 64 * 1024;
+  static constexpr uint64_t kDirectAllGatherBytes = 256 * 1024;
   std::string algoPolicy_;
   std::string protoPolicy_;
   TuneFacts facts_;
