@@ -65,6 +65,9 @@ class RecvConnection {
   Result peek(const void** data, size_t* bytes, uint64_t* stamp) { return peekAt(0, data, bytes, stamp); }
   // Returns the slot of the oldest message not yet released to the sender.
   virtual Result release() = 0;
+  // Makes a lane opened by Transport::connectRecvToLook() fit for use (shm: reserves its pages).
+  // The core calls it before a step first reads the lane. Idempotent; never blocks.
+  virtual Result reserve() { return Result::kSuccess; }
 };
 
 // What the core tells a transport about its communicator (all ranks agree on these).
@@ -100,6 +103,12 @@ class Transport {
   // The two ends of lane `lane` between this rank and `peer`. Never blocks.
   virtual Result connectSend(int peer, int lane, std::unique_ptr<SendConnection>* out) = 0;
   virtual Result connectRecv(int peer, int lane, std::unique_ptr<RecvConnection>* out) = 0;
+  // The receiving end of a lane this rank opens only to look at what `peer` may have sent it (the
+  // core's mismatch checks after a long stall, and finalize), from every peer at once. A transport
+  // may make it cheaper than a lane in use, to be completed by RecvConnection::reserve().
+  virtual Result connectRecvToLook(int peer, int lane, std::unique_ptr<RecvConnection>* out) {
+    return connectRecv(peer, lane, out);
+  }
   // Background work (accepting incoming TCP connections, ...). Called by the engine while it waits.
   virtual Result progress() { return Result::kSuccess; }
 

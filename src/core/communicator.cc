@@ -294,22 +294,28 @@ Result Communicator::sendConnection(int peer, int lane, SendConnection** out) {
 }
 
 Result Communicator::recvConnection(int peer, int lane, RecvConnection** out) {
-  auto& slot = recvConns_[static_cast<size_t>(peer) * kNumLanes + lane];
-  if (!slot) {
+  RecvLane& slot = recvConns_[static_cast<size_t>(peer) * kNumLanes + lane];
+  if (!slot.conn) {
     Transport* t = nullptr;
     MIXCCL_TRY(pickTransport(peer, &t));
-    MIXCCL_TRY(t->connectRecv(peer, lane, &slot));
+    MIXCCL_TRY(t->connectRecv(peer, lane, &slot.conn));
     MIXCCL_INFO(log::kInit | log::kP2p, "lane %d from rank %d via %s", lane, peer, t->name());
+  } else if (slot.lookOnly) {
+    MIXCCL_TRY(slot.conn->reserve());
+    slot.lookOnly = false;
   }
-  *out = slot.get();
+  *out = slot.conn.get();
   return Result::kSuccess;
 }
 
 void Communicator::openRecvLanes(int lane) {
+  if (recvConns_.empty()) return;  // not set up
   QuietFailures quiet;
   for (int peer = 0; peer < nranks_; ++peer) {
-    RecvConnection* conn = nullptr;
-    if (peer != rank_) (void)recvConnection(peer, lane, &conn);
+    RecvLane& slot = recvConns_[static_cast<size_t>(peer) * kNumLanes + lane];
+    Transport* t = nullptr;
+    if (peer == rank_ || slot.conn || pickTransport(peer, &t) != Result::kSuccess) continue;
+    if (t->connectRecvToLook(peer, lane, &slot.conn) == Result::kSuccess) slot.lookOnly = true;
   }
 }
 

@@ -107,10 +107,12 @@ class Communicator {
   // a lane that cannot be created is left out). For the mismatch look of a long stall and for
   // finalize (executor.cc, finalize.cc): where a receiver creates its lane (shm), a peer sending
   // what no schedule of this rank reads waits for that lane until this is called. Never blocks.
+  // Such lanes are opened only to look (Transport::connectRecvToLook: on shm a page or two each
+  // instead of the slots' reserved memory); recvConnection() completes one when a step needs it.
   void openRecvLanes(int lane);
   // The receiving end of `lane` from `peer` if it was ever created, else nullptr (never creates).
   RecvConnection* existingRecvConnection(int peer, int lane) {
-    return recvConns_.empty() ? nullptr : recvConns_[static_cast<size_t>(peer) * kNumLanes + lane].get();
+    return recvConns_.empty() ? nullptr : recvConns_[static_cast<size_t>(peer) * kNumLanes + lane].conn.get();
   }
   // Drives transport background work (accepting connections).
   Result progressTransports();
@@ -243,7 +245,11 @@ class Communicator {
   std::vector<TransportSlot> transports_;
   // [peer * kNumLanes + lane]
   std::vector<std::unique_ptr<SendConnection>> sendConns_;
-  std::vector<std::unique_ptr<RecvConnection>> recvConns_;
+  struct RecvLane {
+    std::unique_ptr<RecvConnection> conn;
+    bool lookOnly = false;  // opened by openRecvLanes(), not reserved yet (Transport::connectRecvToLook)
+  };
+  std::vector<RecvLane> recvConns_;
 
   std::map<int, UserRedOp> redOps_;
   int nextRedOp_ = kNumBuiltinOps;

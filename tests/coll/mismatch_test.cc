@@ -215,8 +215,7 @@ TEST_P(MismatchTest, OtherRootAtFirstCall) {
   check(
       [&](int rank, ncclComm_t comm) {
         std::vector<float> v(10, static_cast<float>(rank));
-        ncclResult_t r =
-            ncclBroadcast(v.data(), v.data(), v.size(), ncclFloat32, rank == 1 ? 0 : n - 1, comm, nullptr);
+        ncclResult_t r = ncclBroadcast(v.data(), v.data(), v.size(), ncclFloat32, rank == 1 ? 0 : n - 1, comm, nullptr);
         for (int i = 0; i < kLaterCalls && r == ncclSuccess; ++i) {
           r = ncclAllReduce(v.data(), v.data(), v.size(), ncclFloat32, ncclSum, comm, nullptr);
         }

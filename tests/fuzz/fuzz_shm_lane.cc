@@ -96,7 +96,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                               &rs) == Result::kSuccess);
   // Sending lane: the rogue receiver creates the segment, the real sender opens it on acquire.
   ShmMapping rr;
-  FUZZ_CHECK(ShmMapping::create(shmLaneName(job->commHash, job->nonce1, 0, 1, kLaneP2p), kDepth, kSlot, 0, &rr) ==
+  FUZZ_CHECK(ShmMapping::create(shmLaneName(job->commHash, job->nonce1, 0, 1, kLaneP2p), kDepth, kSlot, 0, true, &rr) ==
              Result::kSuccess);
   std::unique_ptr<SendConnection> send;
   FUZZ_CHECK(job->rank0->connectSend(1, kLaneP2p, &send) == Result::kSuccess);

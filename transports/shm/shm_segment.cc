@@ -25,25 +25,60 @@ std::string shmLaneName(uint64_t commHash, uint64_t receiverNonce, int src, int 
 
 ShmMapping::~ShmMapping() {
   if (base_ != nullptr) munmap(base_, bytes_);
+  if (unreservedFd_ >= 0) close(unreservedFd_);
 }
 
-ShmMapping::ShmMapping(ShmMapping&& o) noexcept : base_(o.base_), bytes_(o.bytes_) {
+ShmMapping::ShmMapping(ShmMapping&& o) noexcept : base_(o.base_), bytes_(o.bytes_), unreservedFd_(o.unreservedFd_) {
   o.base_ = nullptr;
   o.bytes_ = 0;
+  o.unreservedFd_ = -1;
 }
 
 ShmMapping& ShmMapping::operator=(ShmMapping&& o) noexcept {
   if (this != &o) {
     if (base_ != nullptr) munmap(base_, bytes_);
+    if (unreservedFd_ >= 0) close(unreservedFd_);
     base_ = o.base_;
     bytes_ = o.bytes_;
+    unreservedFd_ = o.unreservedFd_;
     o.base_ = nullptr;
     o.bytes_ = 0;
+    o.unreservedFd_ = -1;
   }
   return *this;
 }
 
-Result ShmMapping::create(const std::string& name, uint32_t depth, size_t slotBytes, int srcRank, ShmMapping* out) {
+namespace {
+
+// posix_fallocate of a whole segment: 0, or the errno to report (filesystems that cannot reserve
+// are left to allocate lazily, as before).
+int reserveSegment(int fd, size_t bytes) {
+  const int rc = posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+  return rc == EOPNOTSUPP || rc == EINVAL ? 0 : rc;
+}
+
+const char* shmSpaceAdvice(int err) {
+  return err == ENOSPC || err == ENOMEM ? ". /dev/shm is too small: enlarge it (docker: --shm-size), lower "
+                                          "MIXCCL_CHUNK_SIZE or MIXCCL_FIFO_DEPTH, or set NCCL_SHM_DISABLE=1"
+                                        : "";
+}
+
+}  // namespace
+
+Result ShmMapping::reservePages() {
+  if (unreservedFd_ < 0) return Result::kSuccess;
+  const int rc = reserveSegment(unreservedFd_, bytes_);
+  close(unreservedFd_);
+  unreservedFd_ = -1;
+  if (rc != 0) {
+    return fail(Result::kSystemError, "shm: reserving the %zu bytes of a lane from rank %d failed: %s%s", bytes_,
+                header()->srcRank, strerror(rc), shmSpaceAdvice(rc));
+  }
+  return Result::kSuccess;
+}
+
+Result ShmMapping::create(const std::string& name, uint32_t depth, size_t slotBytes, int srcRank, bool reserve,
+                          ShmMapping* out) {
   size_t total = shmTotalBytes(depth, slotBytes);
   int fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
   int err = errno;
@@ -63,24 +98,26 @@ Result ShmMapping::create(const std::string& name, uint32_t depth, size_t slotBy
     close(fd);
     shm_unlink(name.c_str());
     return fail(Result::kSystemError, "shm: %s of segment /dev/shm%s (%zu bytes, lane from rank %d) failed: %s%s", what,
-                name.c_str(), total, srcRank, strerror(err),
-                err == ENOSPC || err == ENOMEM
-                    ? ". /dev/shm is too small: enlarge it (docker: --shm-size), lower MIXCCL_CHUNK_SIZE or "
-                      "MIXCCL_FIFO_DEPTH, or set NCCL_SHM_DISABLE=1"
-                    : "");
+                name.c_str(), total, srcRank, strerror(err), shmSpaceAdvice(err));
   };
   if (ftruncate(fd, static_cast<off_t>(total)) != 0) return cleanup(errno, "ftruncate");
   // Reserve the pages now: tmpfs allocates lazily, and running out of it later would kill the
   // process with SIGBUS in the middle of a collective instead of failing init cleanly.
-  int rc = posix_fallocate(fd, 0, static_cast<off_t>(total));
-  if (rc != 0 && rc != EOPNOTSUPP && rc != EINVAL) return cleanup(rc, "posix_fallocate");
+  if (reserve) {
+    const int rc = reserveSegment(fd, total);
+    if (rc != 0) return cleanup(rc, "posix_fallocate");
+  }
   void* base = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (base == MAP_FAILED) return cleanup(errno, "mmap");
-  close(fd);
 
   ShmMapping m;
   m.base_ = base;
   m.bytes_ = total;
+  if (reserve) {
+    close(fd);
+  } else {
+    m.unreservedFd_ = fd;
+  }
   // The pages are zero, which is a valid value of every field; placement-new makes the atomics
   // proper objects in this process. The magic goes last, with release (see the layout comment).
   ShmHeader* h = new (base) ShmHeader{};

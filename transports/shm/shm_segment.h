@@ -87,8 +87,15 @@ class ShmMapping {
 
   // Receiver: creates, sizes (with reserved pages, so a full /dev/shm is an error here and not a
   // SIGBUS later) and initialises the segment. Fails if the name exists, unless it is a stale
-  // leftover (shm_stale.h), which is removed first.
-  static Result create(const std::string& name, uint32_t depth, size_t slotBytes, int srcRank, ShmMapping* out);
+  // leftover (shm_stale.h), which is removed first. Without `reserve`, the pages stay unreserved
+  // (only the header and lines are touched) until reservePages(): a lane opened only to look at
+  // what a peer sent costs a page or two, not depth x slotBytes. Until then a sender that writes
+  // its slots while /dev/shm is full gets SIGBUS; such a lane only carries a mismatched call's
+  // message (src/core/executor.cc, openAllLanes), until a step uses it and reserves it.
+  static Result create(const std::string& name, uint32_t depth, size_t slotBytes, int srcRank, bool reserve,
+                       ShmMapping* out);
+  // Reserves the pages of a segment created without `reserve`; a no-op otherwise.
+  Result reservePages();
   // Sender: opens an existing segment. kInProgress while it does not exist yet or is still being
   // sized by the receiver; the header may still be uninitialised (check ready()).
   static Result open(const std::string& name, size_t expectedBytes, ShmMapping* out);
@@ -106,6 +113,7 @@ class ShmMapping {
   uint8_t* at(size_t offset) const { return static_cast<uint8_t*>(base_) + offset; }
   void* base_ = nullptr;
   size_t bytes_ = 0;
+  int unreservedFd_ = -1;  // kept open until reservePages() (create() without `reserve`)
 };
 
 }  // namespace mixccl

@@ -193,6 +193,8 @@ class ShmRecvConnection final : public RecvConnection {
     return Result::kSuccess;
   }
 
+  Result reserve() override { return map_.reservePages(); }
+
   Result release() override {
     if (tail_ == arrived_) {
       return fail(Result::kInternalError, "shm: release on the lane from rank %d with no message peeked", peer_.rank);
@@ -334,15 +336,25 @@ class ShmTransport final : public Transport {
   }
 
   Result connectRecv(int peer, int lane, std::unique_ptr<RecvConnection>* out) override {
+    return makeRecv(peer, lane, /*reserve=*/true, out);
+  }
+
+  // Pages unreserved until reserve(): from every peer at once, a lane per peer would otherwise
+  // reserve depth x slotBytes each (4 MiB by default).
+  Result connectRecvToLook(int peer, int lane, std::unique_ptr<RecvConnection>* out) override {
+    return makeRecv(peer, lane, /*reserve=*/false, out);
+  }
+
+ private:
+  Result makeRecv(int peer, int lane, bool reserve, std::unique_ptr<RecvConnection>* out) {
     MIXCCL_TRY(checkArgs(peer, lane));
     std::string name = shmLaneName(ctx_.commHash, nonce_, peer, ctx_.rank, lane);
     ShmMapping map;
-    MIXCCL_TRY(ShmMapping::create(name, static_cast<uint32_t>(ctx_.fifoDepth), ctx_.slotBytes, peer, &map));
+    MIXCCL_TRY(ShmMapping::create(name, static_cast<uint32_t>(ctx_.fifoDepth), ctx_.slotBytes, peer, reserve, &map));
     *out = std::make_unique<ShmRecvConnection>(std::move(name), std::move(map), ctx_, peerInfo(peer), lane);
     return Result::kSuccess;
   }
 
- private:
   Result checkArgs(int peer, int lane) const {
     if (peer < 0 || peer >= static_cast<int>(nonces_.size()) || lane < 0 || lane >= kNumLanes) {
       return fail(Result::kInternalError, "shm: connect to rank %d lane %d out of range (%zu peers known)", peer, lane,

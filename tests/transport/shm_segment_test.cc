@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+// Lanes opened only to look (Transport::connectRecvToLook): a shm segment created without its
+// pages reserved costs a page or two of /dev/shm, not depth x slotBytes; reservePages() reserves
+// the rest, so a lane a step then uses cannot run out of /dev/shm in the middle of a collective.
+
+#include "transports/shm/shm_segment.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <random>
+#include <string>
+
+namespace mixccl {
+namespace {
+
+// Bytes of /dev/shm the object `name` holds (allocated blocks, not its size).
+size_t allocatedBytes(const std::string& name) {
+  const int fd = shm_open(name.c_str(), O_RDONLY, 0);
+  EXPECT_GE(fd, 0) << name;
+  struct stat st {};
+  EXPECT_EQ(fstat(fd, &st), 0);
+  close(fd);
+  return static_cast<size_t>(st.st_blocks) * 512;
+}
+
+std::string freshName() {
+  std::random_device rd;
+  return shmLaneName((uint64_t{rd()} << 32) | rd(), (uint64_t{rd()} << 32) | rd(), 1, 0, 0);
+}
+
+constexpr uint32_t kDepth = 8;
+constexpr size_t kSlot = 512 * 1024;
+
+TEST(ShmSegment, UnreservedLaneHoldsAPageOrTwoUntilReserved) {
+  const std::string name = freshName();
+  ShmMapping map;
+  ASSERT_EQ(ShmMapping::create(name, kDepth, kSlot, 1, /*reserve=*/false, &map), Result::kSuccess);
+  const size_t total = shmTotalBytes(kDepth, kSlot);
+  EXPECT_LE(allocatedBytes(name), size_t{64} << 10) << "of " << total;
+  EXPECT_TRUE(map.ready());  // a sender may attach at once
+  ASSERT_EQ(map.reservePages(), Result::kSuccess);
+  EXPECT_GE(allocatedBytes(name), total);
+  EXPECT_EQ(map.reservePages(), Result::kSuccess);  // idempotent
+  shm_unlink(name.c_str());
+}
+
+TEST(ShmSegment, ReservedLaneHoldsItsWholeSize) {
+  const std::string name = freshName();
+  ShmMapping map;
+  ASSERT_EQ(ShmMapping::create(name, kDepth, kSlot, 1, /*reserve=*/true, &map), Result::kSuccess);
+  EXPECT_GE(allocatedBytes(name), shmTotalBytes(kDepth, kSlot));
+  EXPECT_EQ(map.reservePages(), Result::kSuccess);  // nothing left to do
+  shm_unlink(name.c_str());
+}
+
+}  // namespace
+}  // namespace mixccl
