@@ -58,5 +58,29 @@ TEST(ShmSegment, ReservedLaneHoldsItsWholeSize) {
   shm_unlink(name.c_str());
 }
 
+// tmpfs grants a reservation as long as /dev/shm has room, and /dev/shm is often as large as RAM:
+// lanes that together exceed the memory would be granted and the OOM killer would pick a process.
+TEST(ShmSegment, AReservationMustLeaveTheHostATenthOfItsMemoryAndAtLeastOneGiB) {
+  constexpr uint64_t kGiB = uint64_t{1} << 30;
+  EXPECT_TRUE(shmReservationFits(4 << 20, 20 * kGiB, 24 * kGiB));
+  EXPECT_TRUE(shmReservationFits(kGiB, 5 * kGiB, 24 * kGiB));         // 4 GiB left, the tenth is 2.4
+  EXPECT_FALSE(shmReservationFits(3 * kGiB, 5 * kGiB, 24 * kGiB));    // 2 GiB left: under a tenth
+  EXPECT_FALSE(shmReservationFits(4 << 20, kGiB, 4 * kGiB));          // under 1 GiB left
+  EXPECT_FALSE(shmReservationFits(30 * kGiB, 20 * kGiB, 24 * kGiB));  // more than is available
+  EXPECT_TRUE(shmReservationFits(0, 2 * kGiB, 8 * kGiB));
+}
+
+// A lane larger than the host's free memory fails set-up with a message naming the knobs and
+// leaves nothing behind (here the free-memory check or, where /dev/shm is smaller, tmpfs refuses).
+TEST(ShmSegment, ALaneLargerThanTheFreeMemoryFailsCleanly) {
+  const std::string name = freshName();
+  ShmMapping map;
+  // 64 slots of 1 GiB: more than any machine that runs this suite has free.
+  ASSERT_EQ(ShmMapping::create(name, 64, size_t{1} << 30, 1, /*reserve=*/true, &map), Result::kSystemError);
+  EXPECT_NE(lastError().find("MIXCCL_FIFO_DEPTH"), std::string::npos) << lastError();
+  EXPECT_FALSE(map.valid());
+  EXPECT_LT(shm_open(name.c_str(), O_RDONLY, 0), 0);  // the name was removed
+}
+
 }  // namespace
 }  // namespace mixccl

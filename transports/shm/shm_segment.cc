@@ -7,8 +7,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cinttypes>
+#include <cstdio>
 #include <cstring>
 #include <new>
 
@@ -50,20 +52,51 @@ ShmMapping& ShmMapping::operator=(ShmMapping&& o) noexcept {
 
 namespace {
 
+// MemTotal and MemAvailable from /proc/meminfo, in bytes; false when they cannot be read.
+bool readMemInfo(uint64_t* total, uint64_t* available) {
+  FILE* f = fopen("/proc/meminfo", "r");
+  if (f == nullptr) return false;
+  char line[128];
+  int found = 0;
+  while (found < 2 && fgets(line, sizeof(line), f) != nullptr) {
+    unsigned long long kb = 0;
+    if (sscanf(line, "MemTotal: %llu kB", &kb) == 1) {
+      *total = kb * 1024;
+      ++found;
+    } else if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
+      *available = kb * 1024;
+      ++found;
+    }
+  }
+  fclose(f);
+  return found == 2;
+}
+
 // posix_fallocate of a whole segment: 0, or the errno to report (filesystems that cannot reserve
-// are left to allocate lazily, as before).
+// are left to allocate lazily, as before). ENOMEM when the reservation would not leave the host
+// enough memory (shmReservationFits): /dev/shm is often as large as RAM, so tmpfs would grant it
+// and the kernel's OOM killer would later pick a process, of this job or of another.
 int reserveSegment(int fd, size_t bytes) {
+  uint64_t total = 0, available = 0;
+  if (readMemInfo(&total, &available) && !shmReservationFits(bytes, available, total)) return ENOMEM;
   const int rc = posix_fallocate(fd, 0, static_cast<off_t>(bytes));
   return rc == EOPNOTSUPP || rc == EINVAL ? 0 : rc;
 }
 
 const char* shmSpaceAdvice(int err) {
-  return err == ENOSPC || err == ENOMEM ? ". /dev/shm is too small: enlarge it (docker: --shm-size), lower "
-                                          "MIXCCL_CHUNK_SIZE or MIXCCL_FIFO_DEPTH, or set NCCL_SHM_DISABLE=1"
-                                        : "";
+  return err == ENOSPC || err == ENOMEM
+             ? ". /dev/shm or the host's free memory is too small for the lanes (each holds MIXCCL_FIFO_DEPTH x "
+               "MIXCCL_CHUNK_SIZE bytes; a rank may open two per peer of its host): lower MIXCCL_CHUNK_SIZE or "
+               "MIXCCL_FIFO_DEPTH, enlarge /dev/shm (docker: --shm-size), or set NCCL_SHM_DISABLE=1"
+             : "";
 }
 
 }  // namespace
+
+bool shmReservationFits(uint64_t bytes, uint64_t memAvailable, uint64_t memTotal) {
+  const uint64_t keep = std::max<uint64_t>(uint64_t{1} << 30, memTotal / 10);
+  return bytes <= memAvailable && memAvailable - bytes >= keep;
+}
 
 Result ShmMapping::reservePages() {
   if (unreservedFd_ < 0) return Result::kSuccess;

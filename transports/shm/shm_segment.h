@@ -76,6 +76,12 @@ inline size_t shmTotalBytes(uint32_t depth, size_t slotBytes) {
 std::string shmLaneName(uint64_t commHash, uint64_t receiverNonce, int src, int dst, int lane);
 
 // A mapping of one lane segment with typed accessors. Move-only; unmaps on destruction.
+// Whether reserving `bytes` more of /dev/shm leaves the host enough memory: at least a tenth of
+// MemTotal, and at least 1 GiB, still available after it. Checked before every reservation
+// (ShmMapping::create, reservePages), which otherwise fails with ENOMEM and a message naming the
+// knobs. The margin also absorbs the other local ranks reserving their lanes at the same moment.
+bool shmReservationFits(uint64_t bytes, uint64_t memAvailable, uint64_t memTotal);
+
 class ShmMapping {
  public:
   ShmMapping() = default;
