@@ -512,6 +512,7 @@ std::vector<int> Stream::remainingPeers(const Op& op, bool tokenReceivers) const
 
 Result Stream::checkPending(Stall stall) {
   const bool probe = stall != Stall::kLook;
+  if (!finished_ && opIndex_ >= ops_.size() && !ops_.empty()) return checkOwedWhileFlushing(*ops_.back());
   if (finished_ || opIndex_ >= ops_.size()) return Result::kSuccess;
   // Waiting for its own device, not for a peer; a probe would also take a slot behind ones that
   // issued steps hold uncommitted (commit() publishes the oldest).
@@ -580,6 +581,28 @@ Result Stream::checkPending(Stall stall) {
 void Stream::openAllLanes(Op& op) {
   lanesOpened_ = true;
   op.comm->openRecvLanes(op.lane);
+}
+
+// Every step is done and the call waits for its messages to leave (TCP: the kernel's buffers are
+// full). Two ranks that each took themselves as a broadcast's root both end up here, each owing
+// a closing token and sending the other data it never reads: nothing would move until the
+// deadline. Where a token is owed, the oldest message on that peer's lane must be it (owed
+// tokens stand before anything newer), so reading there finds the other root's data instead, as
+// the next call would (owed_tokens.h).
+Result Stream::checkOwedWhileFlushing(Op& op) {
+  if (op.lane != kLaneColl) return Result::kSuccess;
+  OwedTokens& owed = op.comm->owedTokens();
+  for (int peer = 0; peer < op.comm->nranks() && !owed.empty(); ++peer) {
+    if (!owed.from(peer)) continue;
+    RecvConnection* rconn = nullptr;
+    MIXCCL_TRY(op.comm->recvConnection(peer, op.lane, &rconn));
+    const void* data = nullptr;
+    size_t bytes = 0;
+    uint64_t stamp = 0;
+    Result r = peekData(op, rconn, peer, &data, &bytes, &stamp, /*owedOnly=*/true);
+    if (r != Result::kSuccess && r != Result::kInProgress) return r;
+  }
+  return Result::kSuccess;
 }
 
 Result Stream::checkOldestFrom(Op& op, int peer) {

@@ -78,6 +78,7 @@ class Stream {
   size_t heldFrom(const RecvConnection* rconn) const;
   Result connectAll(Op& op);
   Result checkOldestFrom(Op& op, int peer);
+  Result checkOwedWhileFlushing(Op& op);
   void openAllLanes(Op& op);
   Result peekData(Op& op, RecvConnection* rconn, int peer, const void** data, size_t* bytes, uint64_t* stamp,
                   bool owedOnly = false);
