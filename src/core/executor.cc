@@ -277,6 +277,18 @@ bool Stream::isOwedToken(const Op& op, size_t step) {
   return step + 1 == steps.size() && op.lane == kLaneColl && steps[step].recvPeer >= 0 && algo::isToken(steps[step]);
 }
 
+// Reads what has arrived of the closing tokens `peer` owes this rank (peekData, owedOnly): kSuccess
+// once none is owed any more, kInProgress while one has not arrived, kInvalidUsage when another
+// message stands where one is due.
+Result Stream::readOwed(Op& op, int peer) {
+  RecvConnection* rconn = nullptr;
+  MIXCCL_TRY(op.comm->recvConnection(peer, kLaneColl, &rconn));
+  const void* data = nullptr;
+  size_t bytes = 0;
+  uint64_t stamp = 0;
+  return peekData(op, rconn, peer, &data, &bytes, &stamp, /*owedOnly=*/true);
+}
+
 // Before a collective returns: while more than OwedTokens::limit() closing tokens are owed, reads
 // the oldest (and whatever else arrived on its lane); *ready stays false while it has not.
 Result Stream::settleOwed(Op& op, bool* ready) {
@@ -285,12 +297,7 @@ Result Stream::settleOwed(Op& op, bool* ready) {
   const size_t limit = OwedTokens::limit();
   while (owed.size() > limit) {
     const int peer = owed.oldestPeer();
-    RecvConnection* rconn = nullptr;
-    MIXCCL_TRY(op.comm->recvConnection(peer, kLaneColl, &rconn));
-    const void* data = nullptr;
-    size_t bytes = 0;
-    uint64_t stamp = 0;
-    Result r = peekData(op, rconn, peer, &data, &bytes, &stamp, true);
+    Result r = readOwed(op, peer);
     if (r == Result::kInProgress) {
       waitingPeer_ = peer;
       waitingRecv_ = true;
@@ -594,12 +601,7 @@ Result Stream::checkOwedWhileFlushing(Op& op) {
   OwedTokens& owed = op.comm->owedTokens();
   for (int peer = 0; peer < op.comm->nranks() && !owed.empty(); ++peer) {
     if (!owed.from(peer)) continue;
-    RecvConnection* rconn = nullptr;
-    MIXCCL_TRY(op.comm->recvConnection(peer, op.lane, &rconn));
-    const void* data = nullptr;
-    size_t bytes = 0;
-    uint64_t stamp = 0;
-    Result r = peekData(op, rconn, peer, &data, &bytes, &stamp, /*owedOnly=*/true);
+    const Result r = readOwed(op, peer);
     if (r != Result::kSuccess && r != Result::kInProgress) return r;
   }
   return Result::kSuccess;

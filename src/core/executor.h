@@ -71,6 +71,7 @@ class Stream {
 
  private:
   static bool isOwedToken(const Op& op, size_t step);
+  Result readOwed(Op& op, int peer);
   Result settleOwed(Op& op, bool* ready);
   Result retireSteps(Op& op, bool* advanced);
   Result tryStep(Op& op, const algo::Step& step);

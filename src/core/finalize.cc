@@ -72,7 +72,8 @@ Result finalizeCommunicator(Communicator& comm) {
   // A peer may still be stuck sending this rank a collective message that no call here read, on a
   // lane this rank never created (shm: the receiver creates it). It would wait for that lane, and
   // the barrier for it, until the deadline; with the lane there it finishes its call, reaches the
-  // barrier, and checkDrained below finds the message. One lane per peer, at the communicator's end.
+  // barrier, and checkDrained below finds the message. Lanes opened only to look: on shm a page
+  // or two each, not the slots' reserved memory (Communicator::openRecvLanes).
   comm.openRecvLanes(kLaneColl);
   Result r = comm.bootstrap()->barrier();
   if (r != Result::kSuccess) {

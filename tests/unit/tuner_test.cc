@@ -26,6 +26,14 @@ TuneFacts twoRanksShm() {
   return f;
 }
 
+// The sweeps' 8 ranks on the 2-core development machine.
+TuneFacts eightRanksOnTwoCores() {
+  TuneFacts f = twoRanksShm();
+  f.nranks = 8;
+  f.ranksPerCore = 4;
+  return f;
+}
+
 Algo chosen(const Tuner& t, CollKind kind, uint64_t count, DataType dtype = DataType::kFloat32) {
   TuneChoice c;
   EXPECT_EQ(t.choose(kind, count, dtype, &c), Result::kSuccess) << lastError();
@@ -60,9 +68,7 @@ TEST(Tuner, OversubscriptionMakesHopsDearer) {
 // nccl-tests counts it) on, where the logarithmic forms measured 1.4-2.2x slower at 2 MiB, and
 // the tuned small sizes keep their picks (docs/TUNING.md, "Staged sends").
 TEST(Tuner, StagedSendsGiveTheRingTheSizesBeyondTheCache) {
-  TuneFacts f = twoRanksShm();
-  f.nranks = 8;
-  f.ranksPerCore = 4;
+  TuneFacts f = eightRanksOnTwoCores();
   Tuner t;
   ASSERT_EQ(t.configure("", "", f), Result::kSuccess);
   for (uint64_t whole : {uint64_t{256} << 10, uint64_t{2} << 20, uint64_t{32} << 20}) {
@@ -94,9 +100,7 @@ TEST(Tuner, StagedSendsGiveTheRingTheSizesBeyondTheCache) {
 // network, never among ranks that all share memory (Tuner::autoChoices), where it measured at best
 // 2 % ahead of the tree or the chain and mostly far behind; by name it still runs there.
 TEST(Tuner, ScatterAllGatherBroadcastOnlyOverANetworkUnlessNamed) {
-  TuneFacts f = twoRanksShm();
-  f.nranks = 8;
-  f.ranksPerCore = 4;
+  TuneFacts f = eightRanksOnTwoCores();
   Tuner t;
   ASSERT_EQ(t.configure("", "", f), Result::kSuccess);
   for (uint64_t bytes = 4; bytes <= (uint64_t{256} << 20); bytes *= 4) {
