@@ -42,7 +42,12 @@ constexpr KnobDecl kTable[] = {
     {Knob::kProto, "NCCL_PROTO", Type::kString, "",
      "protocols the tuner may choose (LL, LL128, Simple; ^ excludes; per collective as NCCL_ALGO); only Simple "
      "exists today"},
-    {Knob::kIbHca, "NCCL_IB_HCA", Type::kString, "", "RDMA devices to use (RDMA transport)"},
+    {Knob::kIbHca, "NCCL_IB_HCA", Type::kString, "",
+     "RDMA devices (and ports) the RDMA transport may use: prefix list rxe,mlx5_0:1; = exact names; ^ excludes"},
+    {Knob::kIbDisable, "NCCL_IB_DISABLE", Type::kBool, "0", "1 = never use the RDMA transport (TCP between hosts)"},
+    {Knob::kNet, "NCCL_NET", Type::kString, "",
+     "network transport between hosts: IB (RDMA; init fails without a usable device) or Socket (TCP); empty = RDMA "
+     "where both ranks have a device, else TCP"},
     {Knob::kTimeout, "MIXCCL_TIMEOUT", Type::kInt, "1800",
      "seconds any blocking wait may last before it fails with ncclRemoteError"},
     {Knob::kChunkSize, "MIXCCL_CHUNK_SIZE", Type::kInt, "524288", "bytes per message slot of a connection"},

@@ -23,6 +23,8 @@ enum class Knob : int {
   kAlgo,          // NCCL_ALGO
   kProto,         // NCCL_PROTO
   kIbHca,         // NCCL_IB_HCA
+  kIbDisable,     // NCCL_IB_DISABLE
+  kNet,           // NCCL_NET (IB or Socket)
   kTimeout,       // MIXCCL_TIMEOUT (seconds)
   kChunkSize,     // MIXCCL_CHUNK_SIZE (bytes per message slot)
   kFifoDepth,     // MIXCCL_FIFO_DEPTH (slots per connection)

@@ -20,6 +20,7 @@
 
 #include "common/config.h"
 #include "common/log.h"
+#include "common/name_filter.h"
 
 namespace mixccl {
 namespace {
@@ -73,46 +74,6 @@ void clearConnectTimeout(int fd) {
   unsigned zero = 0;
   (void)setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &zero, sizeof(zero));
 }
-
-// Parses NCCL_SOCKET_IFNAME: "" (default policy), "eth,ib" (prefixes), "^docker" (exclude
-// prefixes), "=eth0" (exact names), "^=eth0" (exclude exact names).
-struct IfFilter {
-  bool useDefault = true;
-  bool exclude = false;
-  bool exact = false;
-  std::vector<std::string> names;
-
-  static IfFilter parse(const std::string& spec) {
-    IfFilter f;
-    std::string s = spec;
-    if (s.empty()) return f;
-    f.useDefault = false;
-    if (!s.empty() && s[0] == '^') {
-      f.exclude = true;
-      s.erase(0, 1);
-    }
-    if (!s.empty() && s[0] == '=') {
-      f.exact = true;
-      s.erase(0, 1);
-    }
-    size_t pos = 0;
-    while (pos <= s.size()) {
-      size_t comma = s.find(',', pos);
-      if (comma == std::string::npos) comma = s.size();
-      if (comma > pos) f.names.push_back(s.substr(pos, comma - pos));
-      pos = comma + 1;
-    }
-    return f;
-  }
-
-  bool listed(const char* ifname) const {
-    for (const std::string& n : names) {
-      if (exact ? n == ifname : strncmp(ifname, n.c_str(), n.size()) == 0) return true;
-    }
-    return false;
-  }
-  bool accepts(const char* ifname) const { return exclude ? !listed(ifname) : listed(ifname); }
-};
 
 bool isLinkLocalV6(const sockaddr* sa) {
   const auto* a6 = reinterpret_cast<const sockaddr_in6*>(sa);
@@ -292,10 +253,10 @@ Result findListenAddress(SocketAddress* out, std::string* ifname) {
   } else if (!familyText.empty()) {
     return fail(Result::kInvalidArgument, "NCCL_SOCKET_FAMILY=%s is not AF_INET or AF_INET6", familyText.c_str());
   }
-  IfFilter filter = IfFilter::parse(spec);
+  NameFilter filter = NameFilter::parse(spec, /*withPorts=*/false);
   // The default skips loopback and the bridges container runtimes and VMs create, which are up
   // but reach no other host.
-  IfFilter defaultFilter = IfFilter::parse("^docker,lo,virbr");
+  NameFilter defaultFilter = NameFilter::parse("^docker,lo,virbr", /*withPorts=*/false);
 
   ifaddrs* list = nullptr;
   if (getifaddrs(&list) != 0) {

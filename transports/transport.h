@@ -14,7 +14,9 @@
 //
 // Threading: only the progress engine of the owning communicator calls a Transport or its
 // connections, one thread at a time. Nothing here blocks: connection set-up finishes inside
-// acquire()/peek(), which return kInProgress until the lane is up. Lock order: none (no locks are
+// acquire()/peek(), which return kInProgress until the lane is up. Set-up may need the receiving
+// rank to call into its transport (progress(), or peek on the lane: RDMA accepts a lane there),
+// so a sender's acquire() may wait for a receiver that is not in a call yet. Lock order: none (no locks are
 // held across calls).
 //
 // Errors: a dead or misbehaving peer makes acquire/commit/flush/peek/release return kRemoteError
@@ -120,5 +122,7 @@ class Transport {
 // that drive one transport directly. A new transport needs no line here.
 std::unique_ptr<Transport> makeShmTransport(const TransportContext& ctx);
 std::unique_ptr<Transport> makeTcpTransport(const TransportContext& ctx);
+// Only in builds with libibverbs and librdmacm (findTransport("rdma") says whether this one has it).
+std::unique_ptr<Transport> makeRdmaTransport(const TransportContext& ctx);
 
 }  // namespace mixccl

@@ -20,7 +20,7 @@
 // failure) and prints one line per trial plus a summary; the exit status is 0 only if every
 // trial passed.
 //
-// Usage: fault_trials --transport shm|tcp [--trials N] [--seed S] [--scenarios kill,abort,silent,mismatch]
+// Usage: fault_trials --transport shm|tcp|rdma [--trials N] [--seed S] [--scenarios kill,abort,silent,mismatch]
 //                     [--max-bytes B] [--verbose]
 
 #include <dirent.h>
@@ -94,7 +94,7 @@ double secs(int64_t ns) { return static_cast<double>(ns) / 1e9; }
 
 struct Trial {
   Scenario scenario = Scenario::kKill;
-  bool tcp = false;
+  std::string transport = "shm";  // shm, tcp or rdma
   int nranks = 2;
   int victim = 0;
   int64_t faultDelayNs = 0;  // kill: after the ranks were forked; abort: after init
@@ -237,7 +237,9 @@ Report runRank(const Trial& t, int rank, const ncclUniqueId& id, int release) {
 }
 
 void setTrialEnv(const Trial& t) {
-  setenv("NCCL_SHM_DISABLE", t.tcp ? "1" : "0", 1);
+  // tcp and rdma: no shared memory; NCCL_NET then pins the network (rdma fails init without a device).
+  setenv("NCCL_SHM_DISABLE", t.transport == "shm" ? "0" : "1", 1);
+  setenv("NCCL_NET", t.transport == "rdma" ? "IB" : "Socket", 1);
   // Kill, abort and mismatch must be noticed well before this deadline; silence only by it.
   setenv("MIXCCL_TIMEOUT", std::to_string(t.scenario == Scenario::kSilent ? kSilentTimeout : kKillTimeout).c_str(), 1);
 }
@@ -409,13 +411,25 @@ int runJob(const Trial& t, bool verbose) {
 }
 
 struct Options {
-  bool tcp = false;
+  std::string transport = "shm";
   int trials = 20;
   uint64_t seed = 0;
   std::vector<Scenario> scenarios{Scenario::kKill, Scenario::kAbort, Scenario::kSilent, Scenario::kMismatch};
   size_t maxBytes = 64u << 20;
   bool verbose = false;
 };
+
+// CTest's SKIP_RETURN_CODE for this program (tests/fault/CMakeLists.txt).
+constexpr int kSkipped = 77;
+
+bool hasRdmaDevice() {
+  DIR* d = opendir("/sys/class/infiniband");
+  if (d == nullptr) return false;
+  bool any = false;
+  while (dirent* e = readdir(d)) any = any || e->d_name[0] != '.';
+  closedir(d);
+  return any;
+}
 
 bool parse(int argc, char** argv, Options* o) {
   o->seed = static_cast<uint64_t>(time(nullptr));
@@ -424,8 +438,8 @@ bool parse(int argc, char** argv, Options* o) {
     auto next = [&]() -> const char* { return i + 1 < argc ? argv[++i] : ""; };
     if (a == "--transport") {
       std::string v = next();
-      if (v != "shm" && v != "tcp") return false;
-      o->tcp = v == "tcp";
+      if (v != "shm" && v != "tcp" && v != "rdma") return false;
+      o->transport = v;
     } else if (a == "--trials") {
       o->trials = atoi(next());
     } else if (a == "--seed") {
@@ -456,13 +470,17 @@ int main(int argc, char** argv) {
   Options o;
   if (!parse(argc, argv, &o)) {
     fprintf(stderr,
-            "usage: %s --transport shm|tcp [--trials N] [--seed S] [--scenarios kill,abort,silent,mismatch] "
+            "usage: %s --transport shm|tcp|rdma [--trials N] [--seed S] [--scenarios kill,abort,silent,mismatch] "
             "[--max-bytes B] [--verbose]\n",
             argv[0]);
     return 2;
   }
   setvbuf(stdout, nullptr, _IOLBF, 0);
-  printf("fault_trials: %s, %d trials, seed %llu\n", o.tcp ? "tcp" : "shm", o.trials,
+  if (o.transport == "rdma" && !hasRdmaDevice()) {
+    printf("fault_trials: skipped: no RDMA device on this machine (scripts/rdma-check.sh runs it in a soft-RoCE VM)\n");
+    return kSkipped;
+  }
+  printf("fault_trials: %s, %d trials, seed %llu\n", o.transport.c_str(), o.trials,
          static_cast<unsigned long long>(o.seed));
   std::mt19937_64 rng(o.seed);
   int failures = 0, hangs = 0;
@@ -470,7 +488,7 @@ int main(int argc, char** argv) {
   const auto start = nowNs();
   for (int i = 0; i < o.trials; ++i) {
     Trial t;
-    t.tcp = o.tcp;
+    t.transport = o.transport;
     t.scenario = o.scenarios[rng() % o.scenarios.size()];
     t.nranks = 2 + static_cast<int>(rng() % 3);
     t.victim = static_cast<int>(rng() % static_cast<uint64_t>(t.nranks));
@@ -511,8 +529,8 @@ int main(int argc, char** argv) {
       printf("  ok (%.1f s)\n", secs(nowNs() - t0));
     }
   }
-  printf("fault_trials summary (%s, seed %llu, %.0f s):", o.tcp ? "tcp" : "shm",
-         static_cast<unsigned long long>(o.seed), secs(nowNs() - start));
+  printf("fault_trials summary (%s, seed %llu, %.0f s):", o.transport.c_str(), static_cast<unsigned long long>(o.seed),
+         secs(nowNs() - start));
   for (int s = 0; s < kNumScenarios; ++s) {
     if (perScenario[s] > 0) {
       printf(" %s %d/%d passed;", scenarioName(static_cast<Scenario>(s)), perScenario[s] - failedPerScenario[s],

@@ -13,6 +13,7 @@
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <strings.h>
 #include <sys/socket.h>
 
 #include <chrono>
@@ -21,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/config.h"
 #include "common/log.h"
 #include "common/wire.h"
 #include "transports/tcp/tcp_internal.h"
@@ -232,7 +234,11 @@ class TcpTransport final : public Transport {
     return Result::kSuccess;
   }
 
-  int canConnect(int peer) const override { return peer >= 0 && peer < static_cast<int>(hub_->peers.size()) ? 1 : 0; }
+  // NCCL_NET=IB leaves the network to RDMA: a pair it cannot reach then fails init by name.
+  int canConnect(int peer) const override {
+    if (strcasecmp(config::getString(config::Knob::kNet).c_str(), "IB") == 0) return 0;
+    return peer >= 0 && peer < static_cast<int>(hub_->peers.size()) ? 1 : 0;
+  }
 
   Result connectSend(int peer, int lane, std::unique_ptr<SendConnection>* out) override {
     MIXCCL_TRY(checkArgs(peer, lane));

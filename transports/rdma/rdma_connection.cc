@@ -1,0 +1,271 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+
+// The two ends of an RDMA lane (rdma_internal.h has the design).
+//
+// Sender: message k goes from staging slot k % depth to the receiver's slot k % depth as one RDMA
+// WRITE WITH IMMEDIATE. Slot k may be handed out once message k - depth is both released by the
+// receiver (its credit word, which the receiver writes, reached k - depth + 1) and confirmed by
+// the local completion queue (the staging slot is free again).
+//
+// Receiver: each message consumes one posted receive, whose completion says the data is in place;
+// the receive is posted again at once. release() writes the count of released messages into the
+// sender's credit word (8 bytes, inline).
+
+#include <arpa/inet.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "common/log.h"
+#include "transports/rdma/rdma_internal.h"
+
+namespace mixccl {
+namespace {
+
+constexpr int kPollBatch = 16;
+// A connection that waits polls the connection manager (disconnects, set-up) every this many
+// calls: ibv_poll_cq is a few loads, rdma_get_cm_event a system call.
+constexpr uint64_t kEventPollPeriod = 64;
+
+Result lost(const RdmaHub& hub, const RdmaEndpoint& ep) {
+  return fail(Result::kRemoteError, "rdma: lane %d %s %s failed: %s", ep.lane, ep.sender ? "to" : "from",
+              hub.describe(ep.peer).c_str(), ep.error.c_str());
+}
+
+}  // namespace
+
+RdmaSendConnection::RdmaSendConnection(std::shared_ptr<RdmaHub> hub, RdmaEndpoint* ep)
+    : hub_(std::move(hub)),
+      ep_(ep),
+      depth_(static_cast<uint32_t>(hub_->ctx.fifoDepth)),
+      slotBytes_(hub_->ctx.slotBytes),
+      stride_(kRdmaSlotHeaderBytes + hub_->ctx.slotBytes) {}
+
+RdmaSendConnection::~RdmaSendConnection() { hub_->close(ep_); }
+
+Result RdmaSendConnection::failed() {
+  if (error_ != Result::kSuccess) return fail(error_, "%s", errorText_.c_str());
+  error_ = lost(*hub_, *ep_);
+  errorText_ = lastError();
+  return error_;
+}
+
+Result RdmaSendConnection::ready() {
+  if (error_ != Result::kSuccess) return failed();
+  if (ep_->state != RdmaEndpoint::State::kUp || hub_->polls % kEventPollPeriod == 0) MIXCCL_TRY(hub_->poll());
+  if (ep_->state == RdmaEndpoint::State::kFailed) return failed();
+  return ep_->state == RdmaEndpoint::State::kUp ? Result::kSuccess : Result::kInProgress;
+}
+
+Result RdmaSendConnection::reap() {
+  ibv_wc wc[kPollBatch];
+  const int n = ibv_poll_cq(ep_->cq, kPollBatch, wc);
+  if (n < 0) {
+    ep_->state = RdmaEndpoint::State::kFailed;
+    ep_->error = "ibv_poll_cq failed";
+    return failed();
+  }
+  for (int i = 0; i < n; ++i) {
+    if (wc[i].status != IBV_WC_SUCCESS) {
+      ep_->state = RdmaEndpoint::State::kFailed;
+      ep_->error = std::string("a write completed with ") + ibv_wc_status_str(wc[i].status);
+      return failed();
+    }
+    ++completed_;
+  }
+  return Result::kSuccess;
+}
+
+Result RdmaSendConnection::acquire(void** slot) {
+  MIXCCL_TRY(ready());
+  MIXCCL_TRY(reap());
+  const uint64_t k = head_ + acquired_;
+  if (acquired_ >= depth_) return Result::kInProgress;
+  const uint64_t released = __atomic_load_n(static_cast<uint64_t*>(ep_->credit.base), __ATOMIC_ACQUIRE);
+  if (k >= released + depth_ || k >= completed_ + depth_) {
+    ++hub_->polls;
+    return Result::kInProgress;
+  }
+  *slot = static_cast<uint8_t*>(ep_->slots.base) + (k % depth_) * stride_ + kRdmaSlotHeaderBytes;
+  ++acquired_;
+  return Result::kSuccess;
+}
+
+Result RdmaSendConnection::commit(size_t bytes, uint64_t stamp) {
+  if (error_ != Result::kSuccess) return failed();
+  if (acquired_ == 0 || bytes > slotBytes_) {
+    return fail(Result::kInternalError, "rdma: commit of %zu bytes with %u slots acquired (slot %zu bytes)", bytes,
+                acquired_, slotBytes_);
+  }
+  const size_t index = head_ % depth_;
+  auto* base = static_cast<uint8_t*>(ep_->slots.base) + index * stride_;
+  const uint64_t header[2] = {stamp, bytes};
+  memcpy(base, header, sizeof(header));
+  ibv_sge sge{};
+  sge.addr = reinterpret_cast<uintptr_t>(base);
+  sge.length = static_cast<uint32_t>(kRdmaSlotHeaderBytes + bytes);
+  sge.lkey = ep_->slots.mr->lkey;
+  ibv_send_wr wr{};
+  ibv_send_wr* bad = nullptr;
+  wr.wr_id = head_;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.imm_data = htonl(static_cast<uint32_t>(head_));
+  wr.wr.rdma.remote_addr = ep_->remote.addr + index * stride_;
+  wr.wr.rdma.rkey = ep_->remote.rkey;
+  if (ibv_post_send(ep_->id->qp, &wr, &bad) != 0) {
+    ep_->state = RdmaEndpoint::State::kFailed;
+    ep_->error = std::string("ibv_post_send failed: ") + strerror(errno);
+    return failed();
+  }
+  --acquired_;
+  ++head_;
+  return Result::kSuccess;
+}
+
+Result RdmaSendConnection::flush() {
+  if (head_ == completed_) return error_ == Result::kSuccess ? Result::kSuccess : failed();
+  MIXCCL_TRY(ready());
+  MIXCCL_TRY(reap());
+  if (head_ == completed_) return Result::kSuccess;
+  ++hub_->polls;
+  return Result::kInProgress;
+}
+
+RdmaRecvConnection::RdmaRecvConnection(std::shared_ptr<RdmaHub> hub, int peer, int lane)
+    : hub_(std::move(hub)),
+      peer_(peer),
+      lane_(lane),
+      depth_(static_cast<uint32_t>(hub_->ctx.fifoDepth)),
+      stride_(kRdmaSlotHeaderBytes + hub_->ctx.slotBytes) {
+  const auto& peers = hub_->peers;
+  if (peer >= 0 && peer < static_cast<int>(peers.size()) && peers[peer].hostHash == peers[hub_->ctx.rank].hostHash) {
+    watch_.setPid(peers[peer].pid);
+  }
+}
+
+RdmaRecvConnection::~RdmaRecvConnection() {
+  if (ep_ != nullptr) hub_->close(ep_);
+}
+
+Result RdmaRecvConnection::failed() {
+  if (error_ != Result::kSuccess) return fail(error_, "%s", errorText_.c_str());
+  error_ = lost(*hub_, *ep_);
+  errorText_ = lastError();
+  return error_;
+}
+
+Result RdmaRecvConnection::pump() {
+  if (ep_ == nullptr) {
+    ep_ = hub_->takeParked(peer_, lane_);
+    if (ep_ == nullptr) {
+      MIXCCL_TRY(hub_->poll());
+      ep_ = hub_->takeParked(peer_, lane_);
+    }
+    if (ep_ == nullptr) {
+      if (!watch_.idle()) {
+        return fail(Result::kRemoteError, "rdma: %s exited before it connected lane %d to rank %d",
+                    hub_->describe(peer_).c_str(), lane_, hub_->ctx.rank);
+      }
+      return Result::kInProgress;
+    }
+  }
+  if (hub_->polls++ % kEventPollPeriod == 0) MIXCCL_TRY(hub_->poll());
+  ibv_wc wc[kPollBatch];
+  const int n = ibv_poll_cq(ep_->cq, kPollBatch, wc);
+  if (n < 0) {
+    ep_->state = RdmaEndpoint::State::kFailed;
+    ep_->error = "ibv_poll_cq failed";
+  }
+  for (int i = 0; i < n; ++i) {
+    if (wc[i].status != IBV_WC_SUCCESS) {
+      ep_->state = RdmaEndpoint::State::kFailed;
+      ep_->error = std::string("a work request completed with ") + ibv_wc_status_str(wc[i].status);
+      break;
+    }
+    if (wc[i].opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
+      if (ntohl(wc[i].imm_data) != static_cast<uint32_t>(filled_)) {
+        ep_->state = RdmaEndpoint::State::kFailed;
+        ep_->error = "message " + std::to_string(ntohl(wc[i].imm_data)) + " arrived where " +
+                     std::to_string(static_cast<uint32_t>(filled_)) + " was due";
+        break;
+      }
+      ++filled_;
+      ibv_recv_wr wr{};
+      ibv_recv_wr* bad = nullptr;
+      if (ibv_post_recv(ep_->id->qp, &wr, &bad) != 0) {
+        ep_->state = RdmaEndpoint::State::kFailed;
+        ep_->error = std::string("ibv_post_recv failed: ") + strerror(errno);
+        break;
+      }
+    } else {
+      --creditsInFlight_;  // a credit write completed
+    }
+  }
+  if (creditOwed_ && creditsInFlight_ < depth_ && ep_->state != RdmaEndpoint::State::kFailed) MIXCCL_TRY(postCredit());
+  return Result::kSuccess;
+}
+
+Result RdmaRecvConnection::peekAt(size_t ahead, const void** data, size_t* bytes, uint64_t* stamp) {
+  if (read_ + ahead >= filled_) {
+    MIXCCL_TRY(pump());
+    if (read_ + ahead >= filled_) {
+      // Complete messages are handed out before a failure is reported, as on TCP.
+      if (ep_ != nullptr && ep_->state == RdmaEndpoint::State::kFailed) return failed();
+      return Result::kInProgress;
+    }
+  }
+  const auto* base = static_cast<const uint8_t*>(ep_->slots.base) + ((read_ + ahead) % depth_) * stride_;
+  uint64_t header[2];
+  memcpy(header, base, sizeof(header));
+  if (header[1] > stride_ - kRdmaSlotHeaderBytes) {
+    ep_->state = RdmaEndpoint::State::kFailed;
+    ep_->error = "a message claims " + std::to_string(header[1]) + " bytes, more than a slot holds";
+    return failed();
+  }
+  *stamp = header[0];
+  *bytes = header[1];
+  *data = base + kRdmaSlotHeaderBytes;
+  return Result::kSuccess;
+}
+
+Result RdmaRecvConnection::release() {
+  if (read_ >= filled_) return fail(Result::kInternalError, "rdma: release without a message");
+  ++read_;
+  // The sender needs the newest count, not every one: with `depth` credit writes in flight the
+  // next goes out when one completes (pump()), carrying every release before it.
+  creditOwed_ = true;
+  return creditsInFlight_ < depth_ ? postCredit() : Result::kSuccess;
+}
+
+Result RdmaRecvConnection::postCredit() {
+  auto* word = static_cast<uint64_t*>(ep_->credit.base);
+  *word = read_;
+  ibv_sge sge{};
+  sge.addr = reinterpret_cast<uintptr_t>(word);
+  sge.length = sizeof(uint64_t);
+  sge.lkey = ep_->credit.mr->lkey;
+  ibv_send_wr wr{};
+  ibv_send_wr* bad = nullptr;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_RDMA_WRITE;
+  wr.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
+  wr.wr.rdma.remote_addr = ep_->remoteCreditAddr;
+  wr.wr.rdma.rkey = ep_->remoteCreditRkey;
+  if (ibv_post_send(ep_->id->qp, &wr, &bad) != 0) {
+    ep_->state = RdmaEndpoint::State::kFailed;
+    ep_->error = std::string("posting a credit failed: ") + strerror(errno);
+    return failed();
+  }
+  ++creditsInFlight_;
+  creditOwed_ = false;
+  return Result::kSuccess;
+}
+
+}  // namespace mixccl

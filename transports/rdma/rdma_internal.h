@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+#pragma once
+
+// Internals of the RDMA transport (libibverbs + librdmacm), shared by rdma_transport.cc (device
+// choice, listener, connection manager events, handshake checks) and rdma_connection.cc (the two
+// ends of a lane). Wire format: docs/PROTOCOL.md, "RDMA".
+//
+// One reliable-connected queue pair per one-way lane; the sender connects to the receiver's
+// rdma_cm listener. The receiver owns `depth` slots of registered memory; the sender owns as many
+// staging slots, and each message is one RDMA WRITE WITH IMMEDIATE of a slot (a 64-byte header
+// holding the stamp and size, then the payload) into the receiver's slot of the same index. The
+// receiver learns of a message from its completion queue (RC places the data before the
+// completion), and hands the slot back by writing its count of released messages into the
+// sender's registered credit word. So each byte crosses the link once and nothing is copied on
+// the receiving side: the engine reduces straight out of the slot.
+//
+// Ownership: the Transport and every connection hold a shared_ptr to one RdmaHub, which owns every
+// endpoint (queue pair, completion queue, registered memory, rdma_cm id) so that connections and
+// transport may be destroyed in any order and a connection manager event never finds a freed id.
+// Single-threaded (transport.h): no locks.
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "transports/peer_watch.h"
+#include "transports/transport.h"
+
+namespace mixccl {
+
+// Connect private data (sender -> receiver), little-endian, 56 bytes (all that RC allows):
+//   u32 magic, u32 version, u32 lane, u64 commHash, u8 secret[16], u32 src, u32 dst,
+//   u64 credit address, u32 credit rkey.
+constexpr uint32_t kRdmaConnectMagic = 0x5243584du;  // bytes "MXCR"
+constexpr uint32_t kRdmaVersion = 1;
+constexpr size_t kRdmaConnectBytes = 56;
+// Accept private data (receiver -> sender), 28 bytes:
+//   u32 magic, u32 depth, u32 slot stride, u32 slots rkey, u64 slots address, u32 reserved (0).
+constexpr uint32_t kRdmaAcceptMagic = 0x4143584du;  // bytes "MXCA"
+constexpr size_t kRdmaAcceptBytes = 28;
+// Each slot starts with this header: u64 stamp, u64 payload bytes, then padding, so the payload
+// the engine reads and writes is 64-byte aligned.
+constexpr size_t kRdmaSlotHeaderBytes = 64;
+// The listen blob: u32 IPv4 address (network order bytes), u16 port (network order), u8 port
+// number of the device, u8 flags (0). An empty blob: this rank has no usable RDMA device.
+constexpr size_t kRdmaBlobBytes = 8;
+
+struct RdmaHello {
+  uint32_t lane = 0;
+  uint64_t commHash = 0;
+  uint8_t secret[16] = {};
+  uint32_t src = 0;
+  uint32_t dst = 0;
+  uint64_t creditAddr = 0;
+  uint32_t creditRkey = 0;
+};
+void encodeRdmaHello(const RdmaHello& h, uint8_t out[kRdmaConnectBytes]);
+// False (with *why set) when `len` bytes at `in` are not a connect record of this version.
+bool decodeRdmaHello(const void* in, size_t len, RdmaHello* out, const char** why);
+// The receiver's acceptance check, short of the duplicate-lane check: nullptr when the record may
+// come from lane h.lane of rank h.src of this communicator, else why not. Pure (fuzzed).
+const char* checkRdmaHello(const RdmaHello& h, const TransportContext& ctx);
+
+struct RdmaAccept {
+  uint32_t depth = 0;
+  uint32_t stride = 0;
+  uint32_t rkey = 0;
+  uint64_t addr = 0;
+};
+void encodeRdmaAccept(const RdmaAccept& a, uint8_t out[kRdmaAcceptBytes]);
+bool decodeRdmaAccept(const void* in, size_t len, RdmaAccept* out, const char** why);
+
+// Registered, page-aligned memory.
+struct RdmaRegion {
+  void* base = nullptr;
+  size_t bytes = 0;
+  ibv_mr* mr = nullptr;
+  ~RdmaRegion();
+  Result make(ibv_pd* pd, size_t bytes, int access, const char* what);
+};
+
+// One end of a lane: its rdma_cm id and queue pair, and what the connection manager told it.
+struct RdmaEndpoint {
+  enum class State { kResolvingAddr, kResolvingRoute, kConnecting, kUp, kFailed };
+  bool sender = false;
+  int peer = -1;
+  int lane = 0;
+  State state = State::kResolvingAddr;
+  std::string error;  // why it failed (kFailed), for messages
+  bool closedByPeer = false;
+  rdma_cm_id* id = nullptr;
+  ibv_cq* cq = nullptr;
+  RdmaRegion slots;               // sender: staging slots; receiver: the slots the sender writes into
+  RdmaRegion credit;              // sender: the word the receiver writes its release count into; receiver: its source
+  RdmaAccept remote;              // sender: the receiver's slots
+  uint64_t remoteCreditAddr = 0;  // receiver: the sender's credit word
+  uint32_t remoteCreditRkey = 0;
+  bool attached = false;  // a connection object uses it
+};
+
+struct RdmaHub {
+  TransportContext ctx;
+  std::vector<TransportPeer> peers;
+  std::vector<sockaddr_in> addrs;  // rdma_cm address of every rank (sin_port 0: no RDMA device)
+  std::vector<uint8_t> devicePorts;
+  rdma_event_channel* channel = nullptr;
+  rdma_cm_id* listener = nullptr;
+  ibv_pd* pd = nullptr;  // of the listener's device: every lane of this rank uses it
+  std::string deviceName;
+  std::map<rdma_cm_id*, std::unique_ptr<RdmaEndpoint>> endpoints;
+  std::vector<RdmaEndpoint*> parked;  // [src * kNumLanes + lane]: accepted, no receiver object yet
+  uint64_t polls = 0;
+
+  ~RdmaHub();
+
+  // Handles pending connection manager events; never blocks. Rejected connection requests are
+  // logged and refused; they never fail the caller.
+  Result poll();
+  // Starts the sender end of lane `lane` to `peer`.
+  Result startConnect(int peer, int lane, RdmaEndpoint** out);
+  // Tears an endpoint down (disconnects, destroys its queue pair and memory).
+  void close(RdmaEndpoint* ep);
+  // A receiver end that was accepted for (src, lane), or nullptr; the caller attaches it.
+  RdmaEndpoint* takeParked(int src, int lane);
+
+  std::string describe(int rank) const;
+
+ private:
+  void onConnectRequest(rdma_cm_event* ev);
+  void onEvent(rdma_cm_event* ev);
+  Result createQp(RdmaEndpoint* ep);
+  Result setUpSender(RdmaEndpoint* ep);
+};
+
+class RdmaSendConnection final : public SendConnection {
+ public:
+  RdmaSendConnection(std::shared_ptr<RdmaHub> hub, RdmaEndpoint* ep);
+  ~RdmaSendConnection() override;
+
+  Result acquire(void** slot) override;
+  Result commit(size_t bytes, uint64_t stamp) override;
+  Result flush() override;
+  size_t slotBytes() const override { return slotBytes_; }
+
+ private:
+  Result ready();
+  Result reap();
+  Result failed();
+
+  std::shared_ptr<RdmaHub> hub_;
+  RdmaEndpoint* ep_;
+  uint32_t depth_;
+  size_t slotBytes_;
+  size_t stride_;
+  uint64_t head_ = 0;                // messages committed
+  uint32_t acquired_ = 0;            // slots handed out and not committed yet
+  uint64_t completed_ = 0;           // writes the local completion queue confirmed
+  Result error_ = Result::kSuccess;  // sticky: the lane is unusable after a failure
+  std::string errorText_;
+};
+
+class RdmaRecvConnection final : public RecvConnection {
+ public:
+  RdmaRecvConnection(std::shared_ptr<RdmaHub> hub, int peer, int lane);
+  ~RdmaRecvConnection() override;
+
+  Result peekAt(size_t ahead, const void** data, size_t* bytes, uint64_t* stamp) override;
+  Result release() override;
+
+ private:
+  Result pump();
+  Result postCredit();
+  Result failed();
+
+  std::shared_ptr<RdmaHub> hub_;
+  int peer_;
+  int lane_;
+  RdmaEndpoint* ep_ = nullptr;
+  uint32_t depth_;
+  size_t stride_;
+  PeerWatch watch_;      // same-host peers only: notices a sender that dies before it connects
+  uint64_t read_ = 0;    // oldest message not yet released
+  uint64_t filled_ = 0;  // messages whose completion arrived
+  uint64_t creditsInFlight_ = 0;
+  bool creditOwed_ = false;          // releases the sender has not been told of yet
+  Result error_ = Result::kSuccess;  // sticky: the lane is unusable after a failure
+  std::string errorText_;
+};
+
+}  // namespace mixccl

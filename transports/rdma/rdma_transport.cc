@@ -1,0 +1,596 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+
+// RDMA transport: device choice, the rdma_cm listener, connection manager events and the
+// handshake checks. rdma_connection.cc holds the data path; rdma_internal.h the design.
+//
+// Device choice: the first IPv4 interface (up, not loopback) whose address binds an rdma_cm id to
+// an RDMA device that NCCL_IB_HCA admits and whose port is active. rdma_cm then picks the GID
+// (RoCE v2 for the address) by itself. No device, NCCL_IB_DISABLE=1 or NCCL_NET=Socket: the
+// listen blob is empty, canConnect() says 0 and TCP carries the traffic (one INFO line says why).
+//
+// An incoming connection must prove membership before it is accepted: its private data has to
+// carry this communicator's hash and secret, name this rank, and a valid (src, lane) not already
+// connected. Anything else is rejected and logged at WARN; it never fails the job.
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/config.h"
+#include "common/log.h"
+#include "common/name_filter.h"
+#include "common/wire.h"
+#include "transports/rdma/rdma_internal.h"
+
+namespace mixccl {
+namespace {
+
+constexpr int kResolveTimeoutMs = 5000;
+constexpr int kListenBacklog = 256;
+// Events handled per poll(): a burst is drained over several calls, never in one long loop.
+constexpr int kEventsPerPoll = 32;
+
+std::string ipString(const sockaddr_in& a) {
+  char buf[INET_ADDRSTRLEN] = "?";
+  inet_ntop(AF_INET, &a.sin_addr, buf, sizeof(buf));
+  return std::string(buf) + ":" + std::to_string(ntohs(a.sin_port));
+}
+
+}  // namespace
+
+void encodeRdmaHello(const RdmaHello& h, uint8_t out[kRdmaConnectBytes]) {
+  WireWriter w(out, kRdmaConnectBytes);
+  w.u32(kRdmaConnectMagic);
+  w.u32(kRdmaVersion);
+  w.u32(h.lane);
+  w.u64(h.commHash);
+  w.bytes(h.secret, sizeof(h.secret), sizeof(h.secret));
+  w.u32(h.src);
+  w.u32(h.dst);
+  w.u64(h.creditAddr);
+  w.u32(h.creditRkey);
+}
+
+bool decodeRdmaHello(const void* in, size_t len, RdmaHello* out, const char** why) {
+  // The connection manager may pad private data (InfiniBand CM rounds it up), never shorten it.
+  if (in == nullptr || len < kRdmaConnectBytes) {
+    *why = "connect data too short (not a mixccl RDMA lane)";
+    return false;
+  }
+  WireReader r(static_cast<const uint8_t*>(in), kRdmaConnectBytes);
+  if (r.u32() != kRdmaConnectMagic) {
+    *why = "bad magic (not a mixccl RDMA lane)";
+    return false;
+  }
+  if (r.u32() != kRdmaVersion) {
+    *why = "unsupported protocol version (mixed mixccl versions?)";
+    return false;
+  }
+  out->lane = r.u32();
+  out->commHash = r.u64();
+  memcpy(out->secret, r.here(), sizeof(out->secret));
+  r.skip(sizeof(out->secret));
+  out->src = r.u32();
+  out->dst = r.u32();
+  out->creditAddr = r.u64();
+  out->creditRkey = r.u32();
+  return true;
+}
+
+const char* checkRdmaHello(const RdmaHello& h, const TransportContext& ctx) {
+  if (h.commHash != ctx.commHash) return "different communicator (stale or foreign job)";
+  if (memcmp(h.secret, ctx.secret, sizeof(h.secret)) != 0) return "wrong secret";
+  if (h.dst != static_cast<uint32_t>(ctx.rank)) return "addressed to another rank";
+  if (h.src >= static_cast<uint32_t>(ctx.nranks) || h.lane >= static_cast<uint32_t>(kNumLanes)) {
+    return "source rank or lane out of range";
+  }
+  if (h.creditAddr == 0) return "no credit address";
+  return nullptr;
+}
+
+void encodeRdmaAccept(const RdmaAccept& a, uint8_t out[kRdmaAcceptBytes]) {
+  WireWriter w(out, kRdmaAcceptBytes);
+  w.u32(kRdmaAcceptMagic);
+  w.u32(a.depth);
+  w.u32(a.stride);
+  w.u32(a.rkey);
+  w.u64(a.addr);
+  w.u32(0);
+}
+
+bool decodeRdmaAccept(const void* in, size_t len, RdmaAccept* out, const char** why) {
+  if (in == nullptr || len < kRdmaAcceptBytes) {
+    *why = "accept data too short";
+    return false;
+  }
+  WireReader r(static_cast<const uint8_t*>(in), kRdmaAcceptBytes);
+  if (r.u32() != kRdmaAcceptMagic) {
+    *why = "bad accept magic";
+    return false;
+  }
+  out->depth = r.u32();
+  out->stride = r.u32();
+  out->rkey = r.u32();
+  out->addr = r.u64();
+  return true;
+}
+
+RdmaRegion::~RdmaRegion() {
+  if (mr != nullptr) ibv_dereg_mr(mr);
+  free(base);
+}
+
+Result RdmaRegion::make(ibv_pd* pd, size_t n, int access, const char* what) {
+  if (posix_memalign(&base, 4096, n) != 0) {
+    base = nullptr;
+    return fail(Result::kSystemError, "rdma: cannot allocate %zu bytes for %s", n, what);
+  }
+  memset(base, 0, n);
+  bytes = n;
+  mr = ibv_reg_mr(pd, base, n, access);
+  if (mr == nullptr) {
+    return fail(Result::kSystemError,
+                "rdma: ibv_reg_mr of %zu bytes for %s failed: %s (is the locked-memory limit, ulimit -l, too low?)", n,
+                what, strerror(errno));
+  }
+  return Result::kSuccess;
+}
+
+RdmaHub::~RdmaHub() {
+  while (!endpoints.empty()) close(endpoints.begin()->second.get());
+  if (listener != nullptr) rdma_destroy_id(listener);
+  if (pd != nullptr) ibv_dealloc_pd(pd);
+  if (channel != nullptr) rdma_destroy_event_channel(channel);
+}
+
+std::string RdmaHub::describe(int rank) const {
+  std::string s = "rank " + std::to_string(rank);
+  if (rank >= 0 && rank < static_cast<int>(peers.size())) {
+    s += " (host " + peers[rank].host;
+    if (rank < static_cast<int>(addrs.size())) s += ", " + ipString(addrs[rank]);
+    s += ")";
+  }
+  return s;
+}
+
+void RdmaHub::close(RdmaEndpoint* ep) {
+  auto it = endpoints.find(ep->id);
+  if (it == endpoints.end()) return;
+  for (RdmaEndpoint*& p : parked) {
+    if (p == ep) p = nullptr;
+  }
+  if (ep->id->qp != nullptr) {
+    if (ep->state == RdmaEndpoint::State::kUp) rdma_disconnect(ep->id);
+    rdma_destroy_qp(ep->id);
+  }
+  if (ep->cq != nullptr) ibv_destroy_cq(ep->cq);
+  rdma_cm_id* id = ep->id;
+  endpoints.erase(it);  // frees the registered memory (RdmaRegion) before the id goes
+  rdma_destroy_id(id);
+}
+
+RdmaEndpoint* RdmaHub::takeParked(int src, int lane) {
+  RdmaEndpoint*& p = parked[static_cast<size_t>(src) * kNumLanes + lane];
+  RdmaEndpoint* ep = p;
+  if (ep != nullptr) {
+    ep->attached = true;
+    p = nullptr;
+  }
+  return ep;
+}
+
+Result RdmaHub::createQp(RdmaEndpoint* ep) {
+  const int depth = ctx.fifoDepth;
+  // Sender: one signalled write per slot. Receiver: one receive per slot, and credit writes, of
+  // which the connection keeps at most `depth` in flight.
+  ep->cq = ibv_create_cq(ep->id->verbs, 3 * depth + 8, nullptr, nullptr, 0);
+  if (ep->cq == nullptr) return fail(Result::kSystemError, "rdma: ibv_create_cq failed: %s", strerror(errno));
+  ibv_qp_init_attr attr{};
+  attr.send_cq = ep->cq;
+  attr.recv_cq = ep->cq;
+  attr.qp_type = IBV_QPT_RC;
+  attr.cap.max_send_wr = static_cast<uint32_t>(depth) + 4;
+  attr.cap.max_recv_wr = static_cast<uint32_t>(depth) + 1;
+  attr.cap.max_send_sge = 1;
+  attr.cap.max_recv_sge = 1;
+  attr.cap.max_inline_data = sizeof(uint64_t);
+  if (rdma_create_qp(ep->id, pd, &attr) != 0) {
+    return fail(Result::kSystemError, "rdma: rdma_create_qp for lane %d with %s failed: %s", ep->lane,
+                describe(ep->peer).c_str(), strerror(errno));
+  }
+  return Result::kSuccess;
+}
+
+Result RdmaHub::startConnect(int peer, int lane, RdmaEndpoint** out) {
+  rdma_cm_id* id = nullptr;
+  if (rdma_create_id(channel, &id, nullptr, RDMA_PS_TCP) != 0) {
+    return fail(Result::kSystemError, "rdma: rdma_create_id failed: %s", strerror(errno));
+  }
+  auto ep = std::make_unique<RdmaEndpoint>();
+  ep->sender = true;
+  ep->peer = peer;
+  ep->lane = lane;
+  ep->id = id;
+  ep->attached = true;
+  RdmaEndpoint* raw = ep.get();
+  endpoints[id] = std::move(ep);
+  sockaddr_in src = *reinterpret_cast<const sockaddr_in*>(rdma_get_local_addr(listener));
+  src.sin_port = 0;
+  sockaddr_in dst = addrs[peer];
+  if (rdma_resolve_addr(id, reinterpret_cast<sockaddr*>(&src), reinterpret_cast<sockaddr*>(&dst), kResolveTimeoutMs) !=
+      0) {
+    raw->state = RdmaEndpoint::State::kFailed;
+    raw->error = std::string("rdma_resolve_addr failed: ") + strerror(errno);
+  }
+  *out = raw;
+  return Result::kSuccess;
+}
+
+Result RdmaHub::setUpSender(RdmaEndpoint* ep) {
+  const size_t stride = kRdmaSlotHeaderBytes + ctx.slotBytes;
+  MIXCCL_TRY(createQp(ep));
+  MIXCCL_TRY(ep->slots.make(pd, stride * ctx.fifoDepth, IBV_ACCESS_LOCAL_WRITE, "staging slots"));
+  MIXCCL_TRY(ep->credit.make(pd, 64, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, "the credit word"));
+  RdmaHello h;
+  h.lane = static_cast<uint32_t>(ep->lane);
+  h.commHash = ctx.commHash;
+  memcpy(h.secret, ctx.secret, sizeof(h.secret));
+  h.src = static_cast<uint32_t>(ctx.rank);
+  h.dst = static_cast<uint32_t>(ep->peer);
+  h.creditAddr = reinterpret_cast<uintptr_t>(ep->credit.base);
+  h.creditRkey = ep->credit.mr->rkey;
+  uint8_t data[kRdmaConnectBytes];
+  encodeRdmaHello(h, data);
+  rdma_conn_param param{};
+  param.private_data = data;
+  param.private_data_len = sizeof(data);
+  param.retry_count = 7;
+  param.rnr_retry_count = 7;  // 7: retry forever (the receiver posts its receives before it accepts)
+  if (rdma_connect(ep->id, &param) != 0) {
+    return fail(Result::kSystemError, "rdma: rdma_connect to %s failed: %s", describe(ep->peer).c_str(),
+                strerror(errno));
+  }
+  ep->state = RdmaEndpoint::State::kConnecting;
+  return Result::kSuccess;
+}
+
+void RdmaHub::onConnectRequest(rdma_cm_event* ev) {
+  RdmaHello h;
+  const char* why = nullptr;
+  if (!decodeRdmaHello(ev->param.conn.private_data, ev->param.conn.private_data_len, &h, &why)) {
+    // logged below
+  } else if ((why = checkRdmaHello(h, ctx)) != nullptr) {
+    // logged below
+  } else {
+    const size_t idx = h.src * kNumLanes + h.lane;
+    bool duplicate = parked[idx] != nullptr;
+    for (const auto& [id, e] : endpoints) {
+      if (!e->sender && e->peer == static_cast<int>(h.src) && e->lane == static_cast<int>(h.lane)) duplicate = true;
+    }
+    if (duplicate) why = "duplicate connection for this (source rank, lane)";
+  }
+  if (why != nullptr) {
+    MIXCCL_WARN("rdma: rank %d rejected a connection request: %s; ignoring it (the job continues)", ctx.rank, why);
+    rdma_reject(ev->id, nullptr, 0);
+    return;  // the caller destroys the id once the event is acknowledged
+  }
+  auto ep = std::make_unique<RdmaEndpoint>();
+  ep->peer = static_cast<int>(h.src);
+  ep->lane = static_cast<int>(h.lane);
+  ep->id = ev->id;
+  ep->remoteCreditAddr = h.creditAddr;
+  ep->remoteCreditRkey = h.creditRkey;
+  RdmaEndpoint* raw = ep.get();
+  endpoints[ev->id] = std::move(ep);
+  const size_t stride = kRdmaSlotHeaderBytes + ctx.slotBytes;
+  auto setUp = [&]() -> Result {
+    MIXCCL_TRY(createQp(raw));
+    MIXCCL_TRY(
+        raw->slots.make(pd, stride * ctx.fifoDepth, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, "receive slots"));
+    MIXCCL_TRY(raw->credit.make(pd, 64, IBV_ACCESS_LOCAL_WRITE, "the credit source"));
+    for (int i = 0; i < ctx.fifoDepth; ++i) {
+      ibv_recv_wr wr{};
+      ibv_recv_wr* bad = nullptr;
+      wr.wr_id = 0;
+      if (ibv_post_recv(raw->id->qp, &wr, &bad) != 0) {
+        return fail(Result::kSystemError, "rdma: ibv_post_recv failed: %s", strerror(errno));
+      }
+    }
+    RdmaAccept a;
+    a.depth = static_cast<uint32_t>(ctx.fifoDepth);
+    a.stride = static_cast<uint32_t>(stride);
+    a.rkey = raw->slots.mr->rkey;
+    a.addr = reinterpret_cast<uintptr_t>(raw->slots.base);
+    uint8_t data[kRdmaAcceptBytes];
+    encodeRdmaAccept(a, data);
+    rdma_conn_param param{};
+    param.private_data = data;
+    param.private_data_len = sizeof(data);
+    param.rnr_retry_count = 7;
+    if (rdma_accept(raw->id, &param) != 0) {
+      return fail(Result::kSystemError, "rdma: rdma_accept failed: %s", strerror(errno));
+    }
+    return Result::kSuccess;
+  };
+  if (setUp() != Result::kSuccess) {
+    MIXCCL_WARN("rdma: rank %d cannot accept lane %u from %s: %s", ctx.rank, h.lane,
+                describe(static_cast<int>(h.src)).c_str(), lastError().c_str());
+    rdma_reject(ev->id, nullptr, 0);
+    if (raw->id->qp != nullptr) rdma_destroy_qp(raw->id);
+    if (raw->cq != nullptr) ibv_destroy_cq(raw->cq);
+    raw->id = nullptr;  // the caller destroys the id once the event is acknowledged
+    endpoints.erase(ev->id);
+    return;
+  }
+  raw->state = RdmaEndpoint::State::kConnecting;
+  parked[h.src * kNumLanes + h.lane] = raw;
+  MIXCCL_INFO(log::kNet, "rdma: rank %d accepted lane %u from %s", ctx.rank, h.lane,
+              describe(static_cast<int>(h.src)).c_str());
+}
+
+void RdmaHub::onEvent(rdma_cm_event* ev) {
+  auto it = endpoints.find(ev->id);
+  if (it == endpoints.end()) return;  // a lane this rank already closed
+  RdmaEndpoint* ep = it->second.get();
+  auto failWith = [&](const std::string& why) {
+    if (ep->state == RdmaEndpoint::State::kFailed) return;
+    ep->state = RdmaEndpoint::State::kFailed;
+    ep->error = why;
+  };
+  const std::string what = std::string(rdma_event_str(ev->event)) + " (status " + std::to_string(ev->status) + ")";
+  switch (ev->event) {
+    case RDMA_CM_EVENT_ADDR_RESOLVED:
+      if (rdma_resolve_route(ep->id, kResolveTimeoutMs) != 0) {
+        failWith(std::string("rdma_resolve_route failed: ") + strerror(errno));
+      } else {
+        ep->state = RdmaEndpoint::State::kResolvingRoute;
+      }
+      break;
+    case RDMA_CM_EVENT_ROUTE_RESOLVED:
+      if (setUpSender(ep) != Result::kSuccess) failWith(lastError());
+      break;
+    case RDMA_CM_EVENT_ESTABLISHED:
+      if (ep->sender) {
+        const char* why = nullptr;
+        RdmaAccept a;
+        if (!decodeRdmaAccept(ev->param.conn.private_data, ev->param.conn.private_data_len, &a, &why)) {
+          failWith(why);
+          break;
+        }
+        if (a.depth != static_cast<uint32_t>(ctx.fifoDepth) ||
+            a.stride != kRdmaSlotHeaderBytes + static_cast<uint32_t>(ctx.slotBytes)) {
+          failWith("the receiver's slots differ (depth " + std::to_string(a.depth) + ", stride " +
+                   std::to_string(a.stride) + "): MIXCCL_FIFO_DEPTH and MIXCCL_CHUNK_SIZE must match on every rank");
+          break;
+        }
+        ep->remote = a;
+      }
+      ep->state = RdmaEndpoint::State::kUp;
+      MIXCCL_INFO(log::kNet, "rdma: rank %d lane %d %s %s is up", ctx.rank, ep->lane, ep->sender ? "to" : "from",
+                  describe(ep->peer).c_str());
+      break;
+    case RDMA_CM_EVENT_DISCONNECTED:
+      ep->closedByPeer = true;
+      failWith("the peer closed the lane (its process exited, aborted or lost the link)");
+      break;
+    case RDMA_CM_EVENT_REJECTED:
+      failWith("the peer rejected the connection (" + what + "): different job, secret or mixccl version?");
+      break;
+    default:  // ADDR_ERROR, ROUTE_ERROR, CONNECT_ERROR, UNREACHABLE, DEVICE_REMOVAL, ...
+      failWith("connection manager reported " + what);
+      break;
+  }
+}
+
+Result RdmaHub::poll() {
+  ++polls;
+  if (channel == nullptr) return Result::kSuccess;
+  for (int i = 0; i < kEventsPerPoll; ++i) {
+    rdma_cm_event* ev = nullptr;
+    if (rdma_get_cm_event(channel, &ev) != 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) break;
+      return fail(Result::kSystemError, "rdma: rank %d: rdma_get_cm_event failed: %s", ctx.rank, strerror(errno));
+    }
+    rdma_cm_id* reject = nullptr;
+    if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+      rdma_cm_id* id = ev->id;
+      onConnectRequest(ev);
+      if (endpoints.find(id) == endpoints.end()) reject = id;
+    } else {
+      onEvent(ev);
+    }
+    rdma_ack_cm_event(ev);
+    if (reject != nullptr) rdma_destroy_id(reject);
+  }
+  return Result::kSuccess;
+}
+
+namespace {
+
+// NCCL_NET: "" (RDMA where it can, else TCP), "IB" or "Socket" (case-insensitive, as in NCCL).
+Result netChoice(bool* wantIb, bool* forceIb) {
+  const std::string& net = config::getString(config::Knob::kNet);
+  *wantIb = !config::getBool(config::Knob::kIbDisable);
+  *forceIb = false;
+  if (net.empty()) return Result::kSuccess;
+  if (strcasecmp(net.c_str(), "IB") == 0) {
+    *forceIb = *wantIb;
+    return Result::kSuccess;
+  }
+  if (strcasecmp(net.c_str(), "Socket") == 0) {
+    *wantIb = false;
+    return Result::kSuccess;
+  }
+  return fail(Result::kInvalidArgument, "NCCL_NET=%s is not a network this build has: choose IB or Socket",
+              net.c_str());
+}
+
+class RdmaTransport final : public Transport {
+ public:
+  explicit RdmaTransport(const TransportContext& ctx) : hub_(std::make_shared<RdmaHub>()) { hub_->ctx = ctx; }
+
+  const char* name() const override { return "rdma"; }
+
+  Result listen(std::vector<uint8_t>* blob) override {
+    blob->clear();
+    bool wantIb = true, forceIb = false;
+    MIXCCL_TRY(netChoice(&wantIb, &forceIb));
+    if (!wantIb) {
+      MIXCCL_INFO(log::kNet | log::kInit, "NET/IB : disabled (NCCL_IB_DISABLE=1 or NCCL_NET=Socket)");
+      return Result::kSuccess;
+    }
+    std::string why;
+    Result r = openDevice(blob, &why);
+    if (r != Result::kSuccess) return r;
+    if (!blob->empty()) return Result::kSuccess;
+    if (forceIb) {
+      return fail(Result::kSystemError, "NCCL_NET=IB but rank %d has no usable RDMA device: %s", hub_->ctx.rank,
+                  why.c_str());
+    }
+    MIXCCL_INFO(log::kNet | log::kInit, "NET/IB : %s; using TCP between hosts", why.c_str());
+    return Result::kSuccess;
+  }
+
+  Result setPeers(const std::vector<TransportPeer>& peers) override {
+    RdmaHub& hub = *hub_;
+    if (static_cast<int>(peers.size()) != hub.ctx.nranks) {
+      return fail(Result::kInternalError, "rdma: setPeers got %zu peers for %d ranks", peers.size(), hub.ctx.nranks);
+    }
+    hub.peers = peers;
+    hub.addrs.assign(peers.size(), sockaddr_in{});
+    for (size_t r = 0; r < peers.size(); ++r) {
+      const std::vector<uint8_t>& b = peers[r].blob;
+      if (b.empty()) continue;  // no RDMA device there
+      if (b.size() != kRdmaBlobBytes) {
+        return fail(Result::kInternalError, "rdma: rank %zu (host %s) published a %zu-byte address, expected %zu", r,
+                    peers[r].host.c_str(), b.size(), kRdmaBlobBytes);
+      }
+      sockaddr_in& a = hub.addrs[r];
+      a.sin_family = AF_INET;
+      memcpy(&a.sin_addr, b.data(), 4);
+      memcpy(&a.sin_port, b.data() + 4, 2);
+    }
+    hub.parked.assign(peers.size() * kNumLanes, nullptr);
+    return Result::kSuccess;
+  }
+
+  // Above TCP (1), below shared memory (10).
+  int canConnect(int peer) const override {
+    const RdmaHub& hub = *hub_;
+    if (hub.listener == nullptr || peer < 0 || peer >= static_cast<int>(hub.addrs.size())) return 0;
+    return hub.addrs[peer].sin_port != 0 ? 5 : 0;
+  }
+
+  Result connectSend(int peer, int lane, std::unique_ptr<SendConnection>* out) override {
+    MIXCCL_TRY(checkArgs(peer, lane));
+    RdmaEndpoint* ep = nullptr;
+    MIXCCL_TRY(hub_->startConnect(peer, lane, &ep));
+    *out = std::make_unique<RdmaSendConnection>(hub_, ep);
+    return Result::kSuccess;
+  }
+
+  Result connectRecv(int peer, int lane, std::unique_ptr<RecvConnection>* out) override {
+    MIXCCL_TRY(checkArgs(peer, lane));
+    *out = std::make_unique<RdmaRecvConnection>(hub_, peer, lane);
+    return Result::kSuccess;
+  }
+
+  Result progress() override { return hub_->poll(); }
+
+ private:
+  Result checkArgs(int peer, int lane) const {
+    if (canConnect(peer) == 0 || lane < 0 || lane >= kNumLanes) {
+      return fail(Result::kInternalError, "rdma: connect to rank %d lane %d: no RDMA path", peer, lane);
+    }
+    if (hub_->ctx.fifoDepth <= 0 || hub_->ctx.slotBytes == 0) {
+      return fail(Result::kInvalidUsage,
+                  "rdma: fifo depth %d / slot size %zu must be positive (MIXCCL_FIFO_DEPTH, MIXCCL_CHUNK_SIZE)",
+                  hub_->ctx.fifoDepth, hub_->ctx.slotBytes);
+    }
+    return Result::kSuccess;
+  }
+
+  // Binds a listener to the first admitted device; leaves `blob` empty (and says why) if none.
+  Result openDevice(std::vector<uint8_t>* blob, std::string* why) {
+    RdmaHub& hub = *hub_;
+    int count = 0;
+    ibv_device** list = ibv_get_device_list(&count);
+    if (list != nullptr) ibv_free_device_list(list);
+    if (list == nullptr || count == 0) {
+      *why = "no RDMA device found";
+      return Result::kSuccess;
+    }
+    hub.channel = rdma_create_event_channel();
+    if (hub.channel == nullptr) {
+      *why = std::string("rdma_create_event_channel failed (") + strerror(errno) + ")";
+      return Result::kSuccess;
+    }
+    const int flags = fcntl(hub.channel->fd, F_GETFL);
+    if (flags < 0 || fcntl(hub.channel->fd, F_SETFL, flags | O_NONBLOCK) != 0) {
+      return fail(Result::kSystemError, "rdma: cannot make the event channel non-blocking: %s", strerror(errno));
+    }
+    const NameFilter filter = NameFilter::parse(config::getString(config::Knob::kIbHca), /*withPorts=*/true);
+    ifaddrs* ifs = nullptr;
+    if (getifaddrs(&ifs) != 0) {
+      *why = std::string("getifaddrs failed (") + strerror(errno) + ")";
+      return Result::kSuccess;
+    }
+    *why = filter.useDefault ? "no active RDMA port has an IPv4 address"
+                             : "no active RDMA port that NCCL_IB_HCA=" + config::getString(config::Knob::kIbHca) +
+                                   " admits has an IPv4 address";
+    for (const ifaddrs* ifa = ifs; ifa != nullptr && hub.listener == nullptr; ifa = ifa->ifa_next) {
+      if (ifa->ifa_addr == nullptr || ifa->ifa_addr->sa_family != AF_INET) continue;
+      if ((ifa->ifa_flags & IFF_UP) == 0 || (ifa->ifa_flags & IFF_LOOPBACK) != 0) continue;
+      rdma_cm_id* id = nullptr;
+      if (rdma_create_id(hub.channel, &id, nullptr, RDMA_PS_TCP) != 0) continue;
+      sockaddr_in addr = *reinterpret_cast<const sockaddr_in*>(ifa->ifa_addr);
+      addr.sin_port = 0;
+      bool keep = false;
+      if (rdma_bind_addr(id, reinterpret_cast<sockaddr*>(&addr)) == 0 && id->verbs != nullptr) {
+        const char* dev = ibv_get_device_name(id->verbs->device);
+        ibv_port_attr port{};
+        const bool active = ibv_query_port(id->verbs, id->port_num, &port) == 0 && port.state == IBV_PORT_ACTIVE;
+        if (active && (filter.useDefault || filter.accepts(dev, id->port_num)) &&
+            rdma_listen(id, kListenBacklog) == 0) {
+          keep = true;
+          hub.listener = id;
+          hub.deviceName = dev;
+          const sockaddr_in bound = *reinterpret_cast<const sockaddr_in*>(rdma_get_local_addr(id));
+          MIXCCL_INFO(log::kNet | log::kInit, "NET/IB : Using [0]%s:%d/%s ; OOB %s:%s", dev, id->port_num,
+                      port.link_layer == IBV_LINK_LAYER_ETHERNET ? "RoCE" : "IB", ifa->ifa_name,
+                      ipString(bound).c_str());
+          blob->assign(kRdmaBlobBytes, 0);
+          memcpy(blob->data(), &bound.sin_addr, 4);
+          memcpy(blob->data() + 4, &bound.sin_port, 2);
+          (*blob)[6] = id->port_num;
+        }
+      }
+      if (!keep) rdma_destroy_id(id);
+    }
+    freeifaddrs(ifs);
+    if (hub.listener == nullptr) return Result::kSuccess;
+    hub.pd = ibv_alloc_pd(hub.listener->verbs);
+    if (hub.pd == nullptr) return fail(Result::kSystemError, "rdma: ibv_alloc_pd failed: %s", strerror(errno));
+    return Result::kSuccess;
+  }
+
+  std::shared_ptr<RdmaHub> hub_;
+};
+
+}  // namespace
+
+std::unique_ptr<Transport> makeRdmaTransport(const TransportContext& ctx) {
+  return std::make_unique<RdmaTransport>(ctx);
+}
+
+}  // namespace mixccl
