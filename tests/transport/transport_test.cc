@@ -679,5 +679,45 @@ TEST_P(TcpTest, ClosedSenderIsReportedAfterItsLastMessage) {
 
 INSTANTIATE_TEST_SUITE_P(Tcp, TcpTest, testing::Values(Kind::kTcp), kindName);
 
+// --- RDMA only: the listener refuses lanes that cannot prove membership -------------------------
+
+using RdmaTest = TransportTest;
+
+TEST_P(RdmaTest, WrongSecretIsRejectedWhileRealTrafficFlows) {
+  makeRanks(2, 4, 4096);
+  // An impostor that knows the job's addresses and hash but not its secret plays rank 1.
+  TransportContext c = ranks_[1].ctx;
+  c.secret[5] ^= 1;
+  std::unique_ptr<Transport> impostor = makeTransport(Kind::kRdma, c);
+  std::vector<uint8_t> blob;
+  ASSERT_EQ(impostor->listen(&blob), Result::kSuccess) << lastError();
+  ASSERT_EQ(impostor->setPeers(peers_), Result::kSuccess) << lastError();
+  std::unique_ptr<SendConnection> bad;
+  ASSERT_EQ(impostor->connectSend(0, kLaneColl, &bad), Result::kSuccess) << lastError();
+  void* slot = nullptr;
+  Result r = waitFor(
+      [&] {
+        MIXCCL_TRY(t(0).progress());  // rank 0 sees the request and refuses it
+        return bad->acquire(&slot);
+      },
+      10s);
+  EXPECT_EQ(r, Result::kRemoteError) << lastError();
+  EXPECT_NE(lastError().find("rejected"), std::string::npos) << lastError();
+  EXPECT_NE(lastError().find("rank 0"), std::string::npos) << lastError();
+
+  // The real rank 1 still gets through, on the lane the impostor claimed too.
+  std::vector<Stream> streams;
+  for (int lane = 0; lane < kNumLanes; ++lane) {
+    Stream s{1, 0, lane};
+    ASSERT_EQ(t(0).connectRecv(1, lane, &s.recv), Result::kSuccess);
+    ASSERT_EQ(t(1).connectSend(0, lane, &s.send), Result::kSuccess);
+    s.sizes = mixedSizes(50, 4096);
+    streams.push_back(std::move(s));
+  }
+  runStreams(streams, {&t(0), &t(1)});
+}
+
+INSTANTIATE_TEST_SUITE_P(Rdma, RdmaTest, testing::Values(Kind::kRdma), kindName);
+
 }  // namespace
 }  // namespace mixccl
