@@ -5,8 +5,8 @@
 # ../shared/rdma-vm/README.md), with the binaries of an existing build (scripts/build.sh):
 #   1. ctest -L rdma: the transport conformance suite over RDMA and fault_trials --transport rdma;
 #   2. all_reduce, all_gather, reduce_scatter and alltoall perf tools at 2 and 4 processes with
-#      -c 1 over RDMA (NCCL_SHM_DISABLE=1 NCCL_NET=IB): 0 wrong values, and the log must show the
-#      RDMA transport in use.
+#      -c 1 over RDMA (NCCL_SHM_DISABLE=1 NCCL_NET=IB) on two soft-RoCE devices (rails): 0 wrong
+#      values, and the log must show every rank using both.
 # Outside the VM those tests skip (no device). Without the VM tool, or when the VM cannot boot, this
 # script prints why and exits 0 (CI then has no RDMA coverage, and says so); a failing check inside
 # the VM exits 1.
@@ -18,7 +18,10 @@ root=$PWD
 build=$(cd "${1:-${BUILD_DIR:-build}}" && pwd)
 
 if [[ "${RDMA_CHECK_INSIDE:-0}" == 1 ]]; then
-  # Inside the VM (the repository is shared at the same path).
+  # Inside the VM (the repository is shared at the same path). A second soft-RoCE device on a
+  # second dummy interface makes every run below use two rails.
+  ip link add rdma1 type dummy && ip addr add 169.254.78.1/24 dev rdma1 && ip link set rdma1 up &&
+    rdma link add rxe1 type rxe netdev rdma1
   cd "$build"
   fails=0
   echo "rdma-check: ctest -L rdma"
@@ -31,8 +34,9 @@ if [[ "${RDMA_CHECK_INSIDE:-0}" == 1 ]]; then
         echo "rdma-check: FAILED: ${coll}_perf at $np processes exited non-zero"; tail -20 "$log"; fails=1
       elif ! grep -q "Out of bounds values : 0 OK" "$log"; then
         echo "rdma-check: FAILED: ${coll}_perf at $np processes reported wrong values"; grep -E "^ +[0-9]" "$log"; fails=1
-      elif [[ $(grep -c "NET/IB : Using" "$log") -ne $np ]]; then
-        echo "rdma-check: FAILED: ${coll}_perf at $np processes: not every rank used RDMA"; grep "NET/" "$log"; fails=1
+      elif [[ $(grep -c "NET/IB : Using \[0\].*\[1\]rxe1" "$log") -ne $np ]]; then
+        echo "rdma-check: FAILED: ${coll}_perf at $np processes: not every rank used RDMA on 2 rails"
+        grep "NET/" "$log"; fails=1
       else
         echo "rdma-check: ${coll}_perf at $np processes over RDMA: 0 wrong values"
       fi

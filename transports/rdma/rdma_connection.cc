@@ -14,7 +14,9 @@
 
 #include <arpa/inet.h>
 
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -27,8 +29,11 @@ namespace {
 
 constexpr int kPollBatch = 16;
 // A connection that waits polls the connection manager (disconnects, set-up) every this many
-// calls: ibv_poll_cq is a few loads, rdma_get_cm_event a system call.
-constexpr uint64_t kEventPollPeriod = 64;
+// calls: ibv_poll_cq is a few loads, rdma_get_cm_event a system call (a lane that is not up yet
+// polls it every call).
+constexpr uint64_t kEventPollPeriod = 1024;
+// How long a closing sender waits for its posted writes to land.
+constexpr std::chrono::seconds kLinger{2};
 
 Result lost(const RdmaHub& hub, const RdmaEndpoint& ep) {
   return fail(Result::kRemoteError, "rdma: lane %d %s %s failed: %s", ep.lane, ep.sender ? "to" : "from",
@@ -44,7 +49,18 @@ RdmaSendConnection::RdmaSendConnection(std::shared_ptr<RdmaHub> hub, RdmaEndpoin
       slotBytes_(hub_->ctx.slotBytes),
       stride_(kRdmaSlotHeaderBytes + hub_->ctx.slotBytes) {}
 
-RdmaSendConnection::~RdmaSendConnection() { hub_->close(ep_); }
+RdmaSendConnection::~RdmaSendConnection() {
+  // flush() returned once writes were posted; the queue pair would drop any still in flight, so
+  // they get a bounded time to land first (TCP's kernel keeps sending after close() the same way).
+  // Not on abort: nobody waits for that data.
+  const std::atomic<bool>* abort = hub_->ctx.abortFlag;
+  const auto until = std::chrono::steady_clock::now() + kLinger;
+  while (completed_ < head_ && error_ == Result::kSuccess && (abort == nullptr || !abort->load()) &&
+         std::chrono::steady_clock::now() < until) {
+    if (reap() != Result::kSuccess) break;
+  }
+  hub_->close(ep_);
+}
 
 Result RdmaSendConnection::failed() {
   if (error_ != Result::kSuccess) return fail(error_, "%s", errorText_.c_str());
@@ -128,13 +144,13 @@ Result RdmaSendConnection::commit(size_t bytes, uint64_t stamp) {
   return Result::kSuccess;
 }
 
+// A posted write has left this rank's hands: its bytes sit in a staging slot the transport owns,
+// never in the user's buffer, and the device sends them without this process (as the kernel does
+// for TCP). Waiting for its completion would add the link's round trip to every call.
 Result RdmaSendConnection::flush() {
-  if (head_ == completed_) return error_ == Result::kSuccess ? Result::kSuccess : failed();
-  MIXCCL_TRY(ready());
-  MIXCCL_TRY(reap());
+  if (error_ != Result::kSuccess) return failed();
   if (head_ == completed_) return Result::kSuccess;
-  ++hub_->polls;
-  return Result::kInProgress;
+  return reap();
 }
 
 RdmaRecvConnection::RdmaRecvConnection(std::shared_ptr<RdmaHub> hub, int peer, int lane)

@@ -48,9 +48,6 @@ constexpr size_t kRdmaAcceptBytes = 28;
 // Each slot starts with this header: u64 stamp, u64 payload bytes, then padding, so the payload
 // the engine reads and writes is 64-byte aligned.
 constexpr size_t kRdmaSlotHeaderBytes = 64;
-// The listen blob: u32 IPv4 address (network order bytes), u16 port (network order), u8 port
-// number of the device, u8 flags (0). An empty blob: this rank has no usable RDMA device.
-constexpr size_t kRdmaBlobBytes = 8;
 
 struct RdmaHello {
   uint32_t lane = 0;
@@ -105,15 +102,35 @@ struct RdmaEndpoint {
   bool attached = false;  // a connection object uses it
 };
 
+// One RDMA device (rail) this rank listens on.
+struct RdmaDevice {
+  std::string name;  // "mlx5_0", "rxe0"
+  int port = 0;
+  ibv_context* verbs = nullptr;  // owned by rdma_cm (the listener's)
+  ibv_pd* pd = nullptr;
+  rdma_cm_id* listener = nullptr;
+  sockaddr_in addr{};  // what the listener is bound to
+};
+
+// The listen blob: one 8-byte entry per device (rail), at most kRdmaMaxRails: u32 IPv4 address
+// and u16 rdma_cm port (both network order), u8 device port number, u8 flags (0). An empty blob:
+// this rank has no usable RDMA device.
+constexpr size_t kRdmaBlobEntryBytes = 8;
+constexpr size_t kRdmaMaxRails = Transport::kMaxBlobBytes / kRdmaBlobEntryBytes;
+
+// The rail lane (a -> b) uses: both ends compute the same index, and lanes of different pairs
+// spread over the rails both ranks have.
+inline size_t rdmaRail(int a, int b, size_t railsA, size_t railsB) {
+  const size_t n = railsA < railsB ? railsA : railsB;
+  return n == 0 ? 0 : static_cast<size_t>(a + b) % n;
+}
+
 struct RdmaHub {
   TransportContext ctx;
   std::vector<TransportPeer> peers;
-  std::vector<sockaddr_in> addrs;  // rdma_cm address of every rank (sin_port 0: no RDMA device)
-  std::vector<uint8_t> devicePorts;
+  std::vector<std::vector<sockaddr_in>> addrs;  // [rank][rail]: rdma_cm addresses (none: no device)
   rdma_event_channel* channel = nullptr;
-  rdma_cm_id* listener = nullptr;
-  ibv_pd* pd = nullptr;  // of the listener's device: every lane of this rank uses it
-  std::string deviceName;
+  std::vector<RdmaDevice> devices;  // this rank's rails
   std::map<rdma_cm_id*, std::unique_ptr<RdmaEndpoint>> endpoints;
   std::vector<RdmaEndpoint*> parked;  // [src * kNumLanes + lane]: accepted, no receiver object yet
   uint64_t polls = 0;
@@ -131,6 +148,9 @@ struct RdmaHub {
   RdmaEndpoint* takeParked(int src, int lane);
 
   std::string describe(int rank) const;
+  // The rail of this rank's lanes with `peer`.
+  size_t railTo(int peer) const { return rdmaRail(ctx.rank, peer, devices.size(), addrs[peer].size()); }
+  ibv_pd* pdFor(const ibv_context* verbs) const;
 
  private:
   void onConnectRequest(rdma_cm_event* ev);
@@ -138,6 +158,13 @@ struct RdmaHub {
   Result createQp(RdmaEndpoint* ep);
   Result setUpSender(RdmaEndpoint* ep);
 };
+
+// Opens every device (rail) NCCL_IB_HCA admits that has an active port with an IPv4 address: an
+// rdma_cm listener each, on `hub->channel`, and a protection domain (rdma_device.cc). Leaves
+// `blob` empty and says why in `*why` when there is none.
+Result openRdmaDevices(RdmaHub* hub, std::vector<uint8_t>* blob, std::string* why);
+// "169.254.77.1:40622", for messages.
+std::string rdmaAddrString(const sockaddr_in& a);
 
 class RdmaSendConnection final : public SendConnection {
  public:

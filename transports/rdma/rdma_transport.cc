@@ -1,22 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: 2026 The mixccl authors
 
-// RDMA transport: device choice, the rdma_cm listener, connection manager events and the
-// handshake checks. rdma_connection.cc holds the data path; rdma_internal.h the design.
-//
-// Device choice: the first IPv4 interface (up, not loopback) whose address binds an rdma_cm id to
-// an RDMA device that NCCL_IB_HCA admits and whose port is active. rdma_cm then picks the GID
-// (RoCE v2 for the address) by itself. No device, NCCL_IB_DISABLE=1 or NCCL_NET=Socket: the
-// listen blob is empty, canConnect() says 0 and TCP carries the traffic (one INFO line says why).
+// RDMA transport: the rdma_cm listener's events, the handshake checks and the Transport.
+// rdma_device.cc picks the devices (rails), rdma_connection.cc holds the data path and
+// rdma_internal.h the design. No device, NCCL_IB_DISABLE=1 or NCCL_NET=Socket: the listen blob is
+// empty, canConnect() says 0 and TCP carries the traffic (one INFO line says why).
 //
 // An incoming connection must prove membership before it is accepted: its private data has to
 // carry this communicator's hash and secret, name this rank, and a valid (src, lane) not already
 // connected. Anything else is rejected and logged at WARN; it never fails the job.
 
 #include <arpa/inet.h>
-#include <fcntl.h>
-#include <ifaddrs.h>
-#include <net/if.h>
 #include <netinet/in.h>
 
 #include <cerrno>
@@ -28,7 +22,6 @@
 
 #include "common/config.h"
 #include "common/log.h"
-#include "common/name_filter.h"
 #include "common/wire.h"
 #include "transports/rdma/rdma_internal.h"
 
@@ -36,15 +29,11 @@ namespace mixccl {
 namespace {
 
 constexpr int kResolveTimeoutMs = 5000;
-constexpr int kListenBacklog = 256;
 // Events handled per poll(): a burst is drained over several calls, never in one long loop.
 constexpr int kEventsPerPoll = 32;
-
-std::string ipString(const sockaddr_in& a) {
-  char buf[INET_ADDRSTRLEN] = "?";
-  inet_ntop(AF_INET, &a.sin_addr, buf, sizeof(buf));
-  return std::string(buf) + ":" + std::to_string(ntohs(a.sin_port));
-}
+// IB_CM_REJ_CONSUMER_DEFINED: the status of a REJECTED event when the remote listener called
+// rdma_reject (InfiniBand Architecture Specification, CM REJ reason codes).
+constexpr int kCmRejectConsumer = 28;
 
 }  // namespace
 
@@ -148,8 +137,10 @@ Result RdmaRegion::make(ibv_pd* pd, size_t n, int access, const char* what) {
 
 RdmaHub::~RdmaHub() {
   while (!endpoints.empty()) close(endpoints.begin()->second.get());
-  if (listener != nullptr) rdma_destroy_id(listener);
-  if (pd != nullptr) ibv_dealloc_pd(pd);
+  for (RdmaDevice& d : devices) {
+    if (d.pd != nullptr) ibv_dealloc_pd(d.pd);
+    if (d.listener != nullptr) rdma_destroy_id(d.listener);
+  }
   if (channel != nullptr) rdma_destroy_event_channel(channel);
 }
 
@@ -157,7 +148,10 @@ std::string RdmaHub::describe(int rank) const {
   std::string s = "rank " + std::to_string(rank);
   if (rank >= 0 && rank < static_cast<int>(peers.size())) {
     s += " (host " + peers[rank].host;
-    if (rank < static_cast<int>(addrs.size())) s += ", " + ipString(addrs[rank]);
+    if (rank < static_cast<int>(addrs.size()) && !addrs[rank].empty()) {
+      const size_t rail = rank == ctx.rank ? 0 : railTo(rank);
+      s += ", " + rdmaAddrString(addrs[rank][rail < addrs[rank].size() ? rail : 0]);
+    }
     s += ")";
   }
   return s;
@@ -177,6 +171,13 @@ void RdmaHub::close(RdmaEndpoint* ep) {
   rdma_cm_id* id = ep->id;
   endpoints.erase(it);  // frees the registered memory (RdmaRegion) before the id goes
   rdma_destroy_id(id);
+}
+
+ibv_pd* RdmaHub::pdFor(const ibv_context* verbs) const {
+  for (const RdmaDevice& d : devices) {
+    if (d.verbs == verbs) return d.pd;
+  }
+  return nullptr;
 }
 
 RdmaEndpoint* RdmaHub::takeParked(int src, int lane) {
@@ -204,6 +205,10 @@ Result RdmaHub::createQp(RdmaEndpoint* ep) {
   attr.cap.max_send_sge = 1;
   attr.cap.max_recv_sge = 1;
   attr.cap.max_inline_data = sizeof(uint64_t);
+  ibv_pd* pd = pdFor(ep->id->verbs);
+  if (pd == nullptr)
+    return fail(Result::kInternalError, "rdma: lane with %s is on a device this rank did not open",
+                describe(ep->peer).c_str());
   if (rdma_create_qp(ep->id, pd, &attr) != 0) {
     return fail(Result::kSystemError, "rdma: rdma_create_qp for lane %d with %s failed: %s", ep->lane,
                 describe(ep->peer).c_str(), strerror(errno));
@@ -224,9 +229,10 @@ Result RdmaHub::startConnect(int peer, int lane, RdmaEndpoint** out) {
   ep->attached = true;
   RdmaEndpoint* raw = ep.get();
   endpoints[id] = std::move(ep);
-  sockaddr_in src = *reinterpret_cast<const sockaddr_in*>(rdma_get_local_addr(listener));
+  const size_t rail = railTo(peer);
+  sockaddr_in src = devices[rail].addr;
   src.sin_port = 0;
-  sockaddr_in dst = addrs[peer];
+  sockaddr_in dst = addrs[peer][rail];
   if (rdma_resolve_addr(id, reinterpret_cast<sockaddr*>(&src), reinterpret_cast<sockaddr*>(&dst), kResolveTimeoutMs) !=
       0) {
     raw->state = RdmaEndpoint::State::kFailed;
@@ -239,6 +245,7 @@ Result RdmaHub::startConnect(int peer, int lane, RdmaEndpoint** out) {
 Result RdmaHub::setUpSender(RdmaEndpoint* ep) {
   const size_t stride = kRdmaSlotHeaderBytes + ctx.slotBytes;
   MIXCCL_TRY(createQp(ep));
+  ibv_pd* pd = pdFor(ep->id->verbs);
   MIXCCL_TRY(ep->slots.make(pd, stride * ctx.fifoDepth, IBV_ACCESS_LOCAL_WRITE, "staging slots"));
   MIXCCL_TRY(ep->credit.make(pd, 64, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, "the credit word"));
   RdmaHello h;
@@ -295,6 +302,7 @@ void RdmaHub::onConnectRequest(rdma_cm_event* ev) {
   const size_t stride = kRdmaSlotHeaderBytes + ctx.slotBytes;
   auto setUp = [&]() -> Result {
     MIXCCL_TRY(createQp(raw));
+    ibv_pd* pd = pdFor(raw->id->verbs);
     MIXCCL_TRY(
         raw->slots.make(pd, stride * ctx.fifoDepth, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, "receive slots"));
     MIXCCL_TRY(raw->credit.make(pd, 64, IBV_ACCESS_LOCAL_WRITE, "the credit source"));
@@ -384,7 +392,12 @@ void RdmaHub::onEvent(rdma_cm_event* ev) {
       failWith("the peer closed the lane (its process exited, aborted or lost the link)");
       break;
     case RDMA_CM_EVENT_REJECTED:
-      failWith("the peer rejected the connection (" + what + "): different job, secret or mixccl version?");
+      // InfiniBand CM reject reasons (RoCE uses the same CM): 28 is a consumer's rdma_reject, i.e. a
+      // listener that refused the private data; anything else (8: no such service) means nobody
+      // listens at that address any more.
+      failWith(ev->status == kCmRejectConsumer
+                   ? "the peer rejected the connection (" + what + "): different job, secret or mixccl version?"
+                   : "nobody listens at the peer's address (" + what + "): its process exited or aborted");
       break;
     default:  // ADDR_ERROR, ROUTE_ERROR, CONNECT_ERROR, UNREACHABLE, DEVICE_REMOVAL, ...
       failWith("connection manager reported " + what);
@@ -450,7 +463,7 @@ class RdmaTransport final : public Transport {
       return Result::kSuccess;
     }
     std::string why;
-    Result r = openDevice(blob, &why);
+    Result r = openRdmaDevices(hub_.get(), blob, &why);
     if (r != Result::kSuccess) return r;
     if (!blob->empty()) return Result::kSuccess;
     if (forceIb) {
@@ -467,18 +480,21 @@ class RdmaTransport final : public Transport {
       return fail(Result::kInternalError, "rdma: setPeers got %zu peers for %d ranks", peers.size(), hub.ctx.nranks);
     }
     hub.peers = peers;
-    hub.addrs.assign(peers.size(), sockaddr_in{});
+    hub.addrs.assign(peers.size(), {});
     for (size_t r = 0; r < peers.size(); ++r) {
       const std::vector<uint8_t>& b = peers[r].blob;
-      if (b.empty()) continue;  // no RDMA device there
-      if (b.size() != kRdmaBlobBytes) {
-        return fail(Result::kInternalError, "rdma: rank %zu (host %s) published a %zu-byte address, expected %zu", r,
-                    peers[r].host.c_str(), b.size(), kRdmaBlobBytes);
+      if (b.size() % kRdmaBlobEntryBytes != 0 || b.size() > kRdmaMaxRails * kRdmaBlobEntryBytes) {
+        return fail(Result::kInternalError,
+                    "rdma: rank %zu (host %s) published a %zu-byte address list, not a multiple of %zu bytes", r,
+                    peers[r].host.c_str(), b.size(), kRdmaBlobEntryBytes);
       }
-      sockaddr_in& a = hub.addrs[r];
-      a.sin_family = AF_INET;
-      memcpy(&a.sin_addr, b.data(), 4);
-      memcpy(&a.sin_port, b.data() + 4, 2);
+      for (size_t off = 0; off < b.size(); off += kRdmaBlobEntryBytes) {  // none: no RDMA device there
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        memcpy(&a.sin_addr, b.data() + off, 4);
+        memcpy(&a.sin_port, b.data() + off + 4, 2);
+        hub.addrs[r].push_back(a);
+      }
     }
     hub.parked.assign(peers.size() * kNumLanes, nullptr);
     return Result::kSuccess;
@@ -487,8 +503,8 @@ class RdmaTransport final : public Transport {
   // Above TCP (1), below shared memory (10).
   int canConnect(int peer) const override {
     const RdmaHub& hub = *hub_;
-    if (hub.listener == nullptr || peer < 0 || peer >= static_cast<int>(hub.addrs.size())) return 0;
-    return hub.addrs[peer].sin_port != 0 ? 5 : 0;
+    if (hub.devices.empty() || peer < 0 || peer >= static_cast<int>(hub.addrs.size())) return 0;
+    return hub.addrs[peer].empty() ? 0 : 5;
   }
 
   Result connectSend(int peer, int lane, std::unique_ptr<SendConnection>* out) override {
@@ -517,70 +533,6 @@ class RdmaTransport final : public Transport {
                   "rdma: fifo depth %d / slot size %zu must be positive (MIXCCL_FIFO_DEPTH, MIXCCL_CHUNK_SIZE)",
                   hub_->ctx.fifoDepth, hub_->ctx.slotBytes);
     }
-    return Result::kSuccess;
-  }
-
-  // Binds a listener to the first admitted device; leaves `blob` empty (and says why) if none.
-  Result openDevice(std::vector<uint8_t>* blob, std::string* why) {
-    RdmaHub& hub = *hub_;
-    int count = 0;
-    ibv_device** list = ibv_get_device_list(&count);
-    if (list != nullptr) ibv_free_device_list(list);
-    if (list == nullptr || count == 0) {
-      *why = "no RDMA device found";
-      return Result::kSuccess;
-    }
-    hub.channel = rdma_create_event_channel();
-    if (hub.channel == nullptr) {
-      *why = std::string("rdma_create_event_channel failed (") + strerror(errno) + ")";
-      return Result::kSuccess;
-    }
-    const int flags = fcntl(hub.channel->fd, F_GETFL);
-    if (flags < 0 || fcntl(hub.channel->fd, F_SETFL, flags | O_NONBLOCK) != 0) {
-      return fail(Result::kSystemError, "rdma: cannot make the event channel non-blocking: %s", strerror(errno));
-    }
-    const NameFilter filter = NameFilter::parse(config::getString(config::Knob::kIbHca), /*withPorts=*/true);
-    ifaddrs* ifs = nullptr;
-    if (getifaddrs(&ifs) != 0) {
-      *why = std::string("getifaddrs failed (") + strerror(errno) + ")";
-      return Result::kSuccess;
-    }
-    *why = filter.useDefault ? "no active RDMA port has an IPv4 address"
-                             : "no active RDMA port that NCCL_IB_HCA=" + config::getString(config::Knob::kIbHca) +
-                                   " admits has an IPv4 address";
-    for (const ifaddrs* ifa = ifs; ifa != nullptr && hub.listener == nullptr; ifa = ifa->ifa_next) {
-      if (ifa->ifa_addr == nullptr || ifa->ifa_addr->sa_family != AF_INET) continue;
-      if ((ifa->ifa_flags & IFF_UP) == 0 || (ifa->ifa_flags & IFF_LOOPBACK) != 0) continue;
-      rdma_cm_id* id = nullptr;
-      if (rdma_create_id(hub.channel, &id, nullptr, RDMA_PS_TCP) != 0) continue;
-      sockaddr_in addr = *reinterpret_cast<const sockaddr_in*>(ifa->ifa_addr);
-      addr.sin_port = 0;
-      bool keep = false;
-      if (rdma_bind_addr(id, reinterpret_cast<sockaddr*>(&addr)) == 0 && id->verbs != nullptr) {
-        const char* dev = ibv_get_device_name(id->verbs->device);
-        ibv_port_attr port{};
-        const bool active = ibv_query_port(id->verbs, id->port_num, &port) == 0 && port.state == IBV_PORT_ACTIVE;
-        if (active && (filter.useDefault || filter.accepts(dev, id->port_num)) &&
-            rdma_listen(id, kListenBacklog) == 0) {
-          keep = true;
-          hub.listener = id;
-          hub.deviceName = dev;
-          const sockaddr_in bound = *reinterpret_cast<const sockaddr_in*>(rdma_get_local_addr(id));
-          MIXCCL_INFO(log::kNet | log::kInit, "NET/IB : Using [0]%s:%d/%s ; OOB %s:%s", dev, id->port_num,
-                      port.link_layer == IBV_LINK_LAYER_ETHERNET ? "RoCE" : "IB", ifa->ifa_name,
-                      ipString(bound).c_str());
-          blob->assign(kRdmaBlobBytes, 0);
-          memcpy(blob->data(), &bound.sin_addr, 4);
-          memcpy(blob->data() + 4, &bound.sin_port, 2);
-          (*blob)[6] = id->port_num;
-        }
-      }
-      if (!keep) rdma_destroy_id(id);
-    }
-    freeifaddrs(ifs);
-    if (hub.listener == nullptr) return Result::kSuccess;
-    hub.pd = ibv_alloc_pd(hub.listener->verbs);
-    if (hub.pd == nullptr) return fail(Result::kSystemError, "rdma: ibv_alloc_pd failed: %s", strerror(errno));
     return Result::kSuccess;
   }
 

@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+
+// Which RDMA devices (rails) a rank uses. rdma_cm addresses devices by IP: an id bound to an
+// interface's address is tied to the RDMA device behind that interface (id->verbs), or to none.
+// So every IPv4 interface that is up and not loopback is tried in turn; the first address of each
+// device that NCCL_IB_HCA admits and whose port is active gets a listener. rdma_cm then picks
+// the GID for that address by itself (RoCE v2 for IPv4).
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "common/config.h"
+#include "common/log.h"
+#include "common/name_filter.h"
+#include "transports/rdma/rdma_internal.h"
+
+namespace mixccl {
+namespace {
+
+constexpr int kListenBacklog = 256;
+
+bool sameDevice(const std::vector<RdmaDevice>& devices, const ibv_context* verbs, int port) {
+  for (const RdmaDevice& d : devices) {
+    if (d.verbs == verbs && d.port == port) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string rdmaAddrString(const sockaddr_in& a) {
+  char buf[INET_ADDRSTRLEN] = "?";
+  inet_ntop(AF_INET, &a.sin_addr, buf, sizeof(buf));
+  return std::string(buf) + ":" + std::to_string(ntohs(a.sin_port));
+}
+
+Result openRdmaDevices(RdmaHub* hub, std::vector<uint8_t>* blob, std::string* why) {
+  blob->clear();
+  int count = 0;
+  ibv_device** list = ibv_get_device_list(&count);
+  if (list != nullptr) ibv_free_device_list(list);
+  if (list == nullptr || count == 0) {
+    *why = "no RDMA device found";
+    return Result::kSuccess;
+  }
+  hub->channel = rdma_create_event_channel();
+  if (hub->channel == nullptr) {
+    *why = std::string("rdma_create_event_channel failed (") + strerror(errno) + ")";
+    return Result::kSuccess;
+  }
+  const int flags = fcntl(hub->channel->fd, F_GETFL);
+  if (flags < 0 || fcntl(hub->channel->fd, F_SETFL, flags | O_NONBLOCK) != 0) {
+    return fail(Result::kSystemError, "rdma: cannot make the event channel non-blocking: %s", strerror(errno));
+  }
+  const std::string& spec = config::getString(config::Knob::kIbHca);
+  const NameFilter filter = NameFilter::parse(spec, /*withPorts=*/true);
+  ifaddrs* ifs = nullptr;
+  if (getifaddrs(&ifs) != 0) {
+    *why = std::string("getifaddrs failed (") + strerror(errno) + ")";
+    return Result::kSuccess;
+  }
+  *why = filter.useDefault ? "no active RDMA port has an IPv4 address"
+                           : "no active RDMA port that NCCL_IB_HCA=" + spec + " admits has an IPv4 address";
+  std::string used;
+  for (const ifaddrs* ifa = ifs; ifa != nullptr && hub->devices.size() < kRdmaMaxRails; ifa = ifa->ifa_next) {
+    if (ifa->ifa_addr == nullptr || ifa->ifa_addr->sa_family != AF_INET) continue;
+    if ((ifa->ifa_flags & IFF_UP) == 0 || (ifa->ifa_flags & IFF_LOOPBACK) != 0) continue;
+    rdma_cm_id* id = nullptr;
+    if (rdma_create_id(hub->channel, &id, nullptr, RDMA_PS_TCP) != 0) continue;
+    sockaddr_in addr = *reinterpret_cast<const sockaddr_in*>(ifa->ifa_addr);
+    addr.sin_port = 0;
+    bool keep = false;
+    if (rdma_bind_addr(id, reinterpret_cast<sockaddr*>(&addr)) == 0 && id->verbs != nullptr &&
+        !sameDevice(hub->devices, id->verbs, id->port_num)) {
+      const char* dev = ibv_get_device_name(id->verbs->device);
+      ibv_port_attr port{};
+      const bool active = ibv_query_port(id->verbs, id->port_num, &port) == 0 && port.state == IBV_PORT_ACTIVE;
+      if (active && (filter.useDefault || filter.accepts(dev, id->port_num)) && rdma_listen(id, kListenBacklog) == 0) {
+        RdmaDevice d;
+        d.name = dev;
+        d.port = id->port_num;
+        d.verbs = id->verbs;
+        d.listener = id;
+        d.addr = *reinterpret_cast<const sockaddr_in*>(rdma_get_local_addr(id));
+        d.pd = ibv_alloc_pd(id->verbs);
+        if (d.pd == nullptr) {
+          MIXCCL_WARN("rdma: ibv_alloc_pd on %s failed: %s; not using it", dev, strerror(errno));
+        } else {
+          keep = true;
+          used += " [" + std::to_string(hub->devices.size()) + "]" + d.name + ":" + std::to_string(d.port) + "/" +
+                  (port.link_layer == IBV_LINK_LAYER_ETHERNET ? "RoCE" : "IB") + " (OOB " + ifa->ifa_name + ":" +
+                  rdmaAddrString(d.addr) + ")";
+          uint8_t entry[kRdmaBlobEntryBytes] = {};
+          memcpy(entry, &d.addr.sin_addr, 4);
+          memcpy(entry + 4, &d.addr.sin_port, 2);
+          entry[6] = static_cast<uint8_t>(d.port);
+          blob->insert(blob->end(), entry, entry + sizeof(entry));
+          hub->devices.push_back(d);
+        }
+      }
+    }
+    if (!keep) rdma_destroy_id(id);
+  }
+  freeifaddrs(ifs);
+  if (!hub->devices.empty()) MIXCCL_INFO(log::kNet | log::kInit, "NET/IB : Using%s", used.c_str());
+  return Result::kSuccess;
+}
+
+}  // namespace mixccl
