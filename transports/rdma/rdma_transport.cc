@@ -124,7 +124,10 @@ Result RdmaRegion::make(ibv_pd* pd, size_t n, int access, const char* what) {
     base = nullptr;
     return fail(Result::kSystemError, "rdma: cannot allocate %zu bytes for %s", n, what);
   }
-  memset(base, 0, n);
+  // Not cleared: a slot is read only after a message wrote it, and registration faults the pages
+  // in anyway (clearing megabytes per lane made set-up slower). Small regions (credit words,
+  // which must start at zero) are cleared.
+  if (n <= 4096) memset(base, 0, n);
   bytes = n;
   mr = ibv_reg_mr(pd, base, n, access);
   if (mr == nullptr) {
@@ -409,6 +412,9 @@ Result RdmaHub::poll() {
   ++polls;
   if (channel == nullptr) return Result::kSuccess;
   for (int i = 0; i < kEventsPerPoll; ++i) {
+    // An event may register memory (milliseconds per lane, far more on a loaded or emulated host):
+    // an abort must not wait for a burst of them.
+    if (ctx.abortFlag != nullptr && ctx.abortFlag->load(std::memory_order_acquire)) break;
     rdma_cm_event* ev = nullptr;
     if (rdma_get_cm_event(channel, &ev) != 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) break;
