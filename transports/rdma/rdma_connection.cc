@@ -87,7 +87,7 @@ Result RdmaSendConnection::reap() {
   for (int i = 0; i < n; ++i) {
     if (wc[i].status != IBV_WC_SUCCESS) {
       ep_->state = RdmaEndpoint::State::kFailed;
-      ep_->error = std::string("a write completed with ") + ibv_wc_status_str(wc[i].status);
+      ep_->error = std::string("a write completed with ") + rdma().wcStatusStr(wc[i].status);
       return failed();
     }
     ++completed_;
@@ -201,7 +201,7 @@ Result RdmaRecvConnection::pump() {
   for (int i = 0; i < n; ++i) {
     if (wc[i].status != IBV_WC_SUCCESS) {
       ep_->state = RdmaEndpoint::State::kFailed;
-      ep_->error = std::string("a work request completed with ") + ibv_wc_status_str(wc[i].status);
+      ep_->error = std::string("a work request completed with ") + rdma().wcStatusStr(wc[i].status);
       break;
     }
     if (wc[i].opcode == IBV_WC_RECV_RDMA_WITH_IMM) {

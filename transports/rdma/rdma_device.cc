@@ -8,6 +8,7 @@
 // the GID for that address by itself (RoCE v2 for IPv4).
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
 #include <net/if.h>
@@ -28,6 +29,17 @@ namespace {
 
 constexpr int kListenBacklog = 256;
 
+// Whether the kernel knows any RDMA device: a directory read, so a machine without one never maps
+// the verbs libraries.
+bool anyRdmaDevice() {
+  DIR* d = opendir("/sys/class/infiniband");
+  if (d == nullptr) return false;
+  bool any = false;
+  while (dirent* e = readdir(d)) any = any || e->d_name[0] != '.';
+  closedir(d);
+  return any;
+}
+
 bool sameDevice(const std::vector<RdmaDevice>& devices, const ibv_context* verbs, int port) {
   for (const RdmaDevice& d : devices) {
     if (d.verbs == verbs && d.port == port) return true;
@@ -45,14 +57,23 @@ std::string rdmaAddrString(const sockaddr_in& a) {
 
 Result openRdmaDevices(RdmaHub* hub, std::vector<uint8_t>* blob, std::string* why) {
   blob->clear();
+  if (!anyRdmaDevice()) {
+    *why = "no RDMA device found";
+    return Result::kSuccess;
+  }
+  std::string missing;
+  if (rdmaLib(&missing) == nullptr) {
+    *why = "RDMA devices exist but " + missing;
+    return Result::kSuccess;
+  }
   int count = 0;
-  ibv_device** list = ibv_get_device_list(&count);
-  if (list != nullptr) ibv_free_device_list(list);
+  ibv_device** list = rdma().getDeviceList(&count);
+  if (list != nullptr) rdma().freeDeviceList(list);
   if (list == nullptr || count == 0) {
     *why = "no RDMA device found";
     return Result::kSuccess;
   }
-  hub->channel = rdma_create_event_channel();
+  hub->channel = rdma().createEventChannel();
   if (hub->channel == nullptr) {
     *why = std::string("rdma_create_event_channel failed (") + strerror(errno) + ")";
     return Result::kSuccess;
@@ -75,23 +96,24 @@ Result openRdmaDevices(RdmaHub* hub, std::vector<uint8_t>* blob, std::string* wh
     if (ifa->ifa_addr == nullptr || ifa->ifa_addr->sa_family != AF_INET) continue;
     if ((ifa->ifa_flags & IFF_UP) == 0 || (ifa->ifa_flags & IFF_LOOPBACK) != 0) continue;
     rdma_cm_id* id = nullptr;
-    if (rdma_create_id(hub->channel, &id, nullptr, RDMA_PS_TCP) != 0) continue;
+    if (rdma().createId(hub->channel, &id, nullptr, RDMA_PS_TCP) != 0) continue;
     sockaddr_in addr = *reinterpret_cast<const sockaddr_in*>(ifa->ifa_addr);
     addr.sin_port = 0;
     bool keep = false;
-    if (rdma_bind_addr(id, reinterpret_cast<sockaddr*>(&addr)) == 0 && id->verbs != nullptr &&
+    if (rdma().bindAddr(id, reinterpret_cast<sockaddr*>(&addr)) == 0 && id->verbs != nullptr &&
         !sameDevice(hub->devices, id->verbs, id->port_num)) {
-      const char* dev = ibv_get_device_name(id->verbs->device);
+      const char* dev = rdma().getDeviceName(id->verbs->device);
       ibv_port_attr port{};
-      const bool active = ibv_query_port(id->verbs, id->port_num, &port) == 0 && port.state == IBV_PORT_ACTIVE;
-      if (active && (filter.useDefault || filter.accepts(dev, id->port_num)) && rdma_listen(id, kListenBacklog) == 0) {
+      const bool active = rdma().queryPort(id->verbs, id->port_num, &port) == 0 && port.state == IBV_PORT_ACTIVE;
+      if (active && (filter.useDefault || filter.accepts(dev, id->port_num)) &&
+          rdma().listen(id, kListenBacklog) == 0) {
         RdmaDevice d;
         d.name = dev;
         d.port = id->port_num;
         d.verbs = id->verbs;
         d.listener = id;
         d.addr = *reinterpret_cast<const sockaddr_in*>(rdma_get_local_addr(id));
-        d.pd = ibv_alloc_pd(id->verbs);
+        d.pd = rdma().allocPd(id->verbs);
         if (d.pd == nullptr) {
           MIXCCL_WARN("rdma: ibv_alloc_pd on %s failed: %s; not using it", dev, strerror(errno));
         } else {
@@ -108,7 +130,7 @@ Result openRdmaDevices(RdmaHub* hub, std::vector<uint8_t>* blob, std::string* wh
         }
       }
     }
-    if (!keep) rdma_destroy_id(id);
+    if (!keep) rdma().destroyId(id);
   }
   freeifaddrs(ifs);
   if (!hub->devices.empty()) MIXCCL_INFO(log::kNet | log::kInit, "NET/IB : Using%s", used.c_str());

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "transports/peer_watch.h"
+#include "transports/rdma/rdma_lib.h"
 #include "transports/transport.h"
 
 namespace mixccl {

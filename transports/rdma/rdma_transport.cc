@@ -115,7 +115,7 @@ bool decodeRdmaAccept(const void* in, size_t len, RdmaAccept* out, const char** 
 }
 
 RdmaRegion::~RdmaRegion() {
-  if (mr != nullptr) ibv_dereg_mr(mr);
+  if (mr != nullptr) rdma().deregMr(mr);
   free(base);
 }
 
@@ -129,7 +129,7 @@ Result RdmaRegion::make(ibv_pd* pd, size_t n, int access, const char* what) {
   // which must start at zero) are cleared.
   if (n <= 4096) memset(base, 0, n);
   bytes = n;
-  mr = ibv_reg_mr(pd, base, n, access);
+  mr = rdma().regMr(pd, base, n, access);
   if (mr == nullptr) {
     return fail(Result::kSystemError,
                 "rdma: ibv_reg_mr of %zu bytes for %s failed: %s (is the locked-memory limit, ulimit -l, too low?)", n,
@@ -141,10 +141,10 @@ Result RdmaRegion::make(ibv_pd* pd, size_t n, int access, const char* what) {
 RdmaHub::~RdmaHub() {
   while (!endpoints.empty()) close(endpoints.begin()->second.get());
   for (RdmaDevice& d : devices) {
-    if (d.pd != nullptr) ibv_dealloc_pd(d.pd);
-    if (d.listener != nullptr) rdma_destroy_id(d.listener);
+    if (d.pd != nullptr) rdma().deallocPd(d.pd);
+    if (d.listener != nullptr) rdma().destroyId(d.listener);
   }
-  if (channel != nullptr) rdma_destroy_event_channel(channel);
+  if (channel != nullptr) rdma().destroyEventChannel(channel);
 }
 
 std::string RdmaHub::describe(int rank) const {
@@ -167,13 +167,13 @@ void RdmaHub::close(RdmaEndpoint* ep) {
     if (p == ep) p = nullptr;
   }
   if (ep->id->qp != nullptr) {
-    if (ep->state == RdmaEndpoint::State::kUp) rdma_disconnect(ep->id);
-    rdma_destroy_qp(ep->id);
+    if (ep->state == RdmaEndpoint::State::kUp) rdma().disconnect(ep->id);
+    rdma().destroyQp(ep->id);
   }
-  if (ep->cq != nullptr) ibv_destroy_cq(ep->cq);
+  if (ep->cq != nullptr) rdma().destroyCq(ep->cq);
   rdma_cm_id* id = ep->id;
   endpoints.erase(it);  // frees the registered memory (RdmaRegion) before the id goes
-  rdma_destroy_id(id);
+  rdma().destroyId(id);
 }
 
 ibv_pd* RdmaHub::pdFor(const ibv_context* verbs) const {
@@ -197,7 +197,7 @@ Result RdmaHub::createQp(RdmaEndpoint* ep) {
   const int depth = ctx.fifoDepth;
   // Sender: one signalled write per slot. Receiver: one receive per slot, and credit writes, of
   // which the connection keeps at most `depth` in flight.
-  ep->cq = ibv_create_cq(ep->id->verbs, 3 * depth + 8, nullptr, nullptr, 0);
+  ep->cq = rdma().createCq(ep->id->verbs, 3 * depth + 8, nullptr, nullptr, 0);
   if (ep->cq == nullptr) return fail(Result::kSystemError, "rdma: ibv_create_cq failed: %s", strerror(errno));
   ibv_qp_init_attr attr{};
   attr.send_cq = ep->cq;
@@ -212,7 +212,7 @@ Result RdmaHub::createQp(RdmaEndpoint* ep) {
   if (pd == nullptr)
     return fail(Result::kInternalError, "rdma: lane with %s is on a device this rank did not open",
                 describe(ep->peer).c_str());
-  if (rdma_create_qp(ep->id, pd, &attr) != 0) {
+  if (rdma().createQp(ep->id, pd, &attr) != 0) {
     return fail(Result::kSystemError, "rdma: rdma_create_qp for lane %d with %s failed: %s", ep->lane,
                 describe(ep->peer).c_str(), strerror(errno));
   }
@@ -221,7 +221,7 @@ Result RdmaHub::createQp(RdmaEndpoint* ep) {
 
 Result RdmaHub::startConnect(int peer, int lane, RdmaEndpoint** out) {
   rdma_cm_id* id = nullptr;
-  if (rdma_create_id(channel, &id, nullptr, RDMA_PS_TCP) != 0) {
+  if (rdma().createId(channel, &id, nullptr, RDMA_PS_TCP) != 0) {
     return fail(Result::kSystemError, "rdma: rdma_create_id failed: %s", strerror(errno));
   }
   auto ep = std::make_unique<RdmaEndpoint>();
@@ -236,7 +236,7 @@ Result RdmaHub::startConnect(int peer, int lane, RdmaEndpoint** out) {
   sockaddr_in src = devices[rail].addr;
   src.sin_port = 0;
   sockaddr_in dst = addrs[peer][rail];
-  if (rdma_resolve_addr(id, reinterpret_cast<sockaddr*>(&src), reinterpret_cast<sockaddr*>(&dst), kResolveTimeoutMs) !=
+  if (rdma().resolveAddr(id, reinterpret_cast<sockaddr*>(&src), reinterpret_cast<sockaddr*>(&dst), kResolveTimeoutMs) !=
       0) {
     raw->state = RdmaEndpoint::State::kFailed;
     raw->error = std::string("rdma_resolve_addr failed: ") + strerror(errno);
@@ -266,7 +266,7 @@ Result RdmaHub::setUpSender(RdmaEndpoint* ep) {
   param.private_data_len = sizeof(data);
   param.retry_count = 7;
   param.rnr_retry_count = 7;  // 7: retry forever (the receiver posts its receives before it accepts)
-  if (rdma_connect(ep->id, &param) != 0) {
+  if (rdma().connect(ep->id, &param) != 0) {
     return fail(Result::kSystemError, "rdma: rdma_connect to %s failed: %s", describe(ep->peer).c_str(),
                 strerror(errno));
   }
@@ -291,7 +291,7 @@ void RdmaHub::onConnectRequest(rdma_cm_event* ev) {
   }
   if (why != nullptr) {
     MIXCCL_WARN("rdma: rank %d rejected a connection request: %s; ignoring it (the job continues)", ctx.rank, why);
-    rdma_reject(ev->id, nullptr, 0);
+    rdma().reject(ev->id, nullptr, 0);
     return;  // the caller destroys the id once the event is acknowledged
   }
   auto ep = std::make_unique<RdmaEndpoint>();
@@ -328,7 +328,7 @@ void RdmaHub::onConnectRequest(rdma_cm_event* ev) {
     param.private_data = data;
     param.private_data_len = sizeof(data);
     param.rnr_retry_count = 7;
-    if (rdma_accept(raw->id, &param) != 0) {
+    if (rdma().accept(raw->id, &param) != 0) {
       return fail(Result::kSystemError, "rdma: rdma_accept failed: %s", strerror(errno));
     }
     return Result::kSuccess;
@@ -336,9 +336,9 @@ void RdmaHub::onConnectRequest(rdma_cm_event* ev) {
   if (setUp() != Result::kSuccess) {
     MIXCCL_WARN("rdma: rank %d cannot accept lane %u from %s: %s", ctx.rank, h.lane,
                 describe(static_cast<int>(h.src)).c_str(), lastError().c_str());
-    rdma_reject(ev->id, nullptr, 0);
-    if (raw->id->qp != nullptr) rdma_destroy_qp(raw->id);
-    if (raw->cq != nullptr) ibv_destroy_cq(raw->cq);
+    rdma().reject(ev->id, nullptr, 0);
+    if (raw->id->qp != nullptr) rdma().destroyQp(raw->id);
+    if (raw->cq != nullptr) rdma().destroyCq(raw->cq);
     raw->id = nullptr;  // the caller destroys the id once the event is acknowledged
     endpoints.erase(ev->id);
     return;
@@ -358,10 +358,10 @@ void RdmaHub::onEvent(rdma_cm_event* ev) {
     ep->state = RdmaEndpoint::State::kFailed;
     ep->error = why;
   };
-  const std::string what = std::string(rdma_event_str(ev->event)) + " (status " + std::to_string(ev->status) + ")";
+  const std::string what = std::string(rdma().eventStr(ev->event)) + " (status " + std::to_string(ev->status) + ")";
   switch (ev->event) {
     case RDMA_CM_EVENT_ADDR_RESOLVED:
-      if (rdma_resolve_route(ep->id, kResolveTimeoutMs) != 0) {
+      if (rdma().resolveRoute(ep->id, kResolveTimeoutMs) != 0) {
         failWith(std::string("rdma_resolve_route failed: ") + strerror(errno));
       } else {
         ep->state = RdmaEndpoint::State::kResolvingRoute;
@@ -416,7 +416,7 @@ Result RdmaHub::poll() {
     // an abort must not wait for a burst of them.
     if (ctx.abortFlag != nullptr && ctx.abortFlag->load(std::memory_order_acquire)) break;
     rdma_cm_event* ev = nullptr;
-    if (rdma_get_cm_event(channel, &ev) != 0) {
+    if (rdma().getCmEvent(channel, &ev) != 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) break;
       return fail(Result::kSystemError, "rdma: rank %d: rdma_get_cm_event failed: %s", ctx.rank, strerror(errno));
     }
@@ -428,8 +428,8 @@ Result RdmaHub::poll() {
     } else {
       onEvent(ev);
     }
-    rdma_ack_cm_event(ev);
-    if (reject != nullptr) rdma_destroy_id(reject);
+    rdma().ackCmEvent(ev);
+    if (reject != nullptr) rdma().destroyId(reject);
   }
   return Result::kSuccess;
 }
