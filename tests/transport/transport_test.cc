@@ -449,11 +449,12 @@ TEST_P(TransportTest, UnconnectedEndsLeaveNothingBehind) {
 
 // --- peer death: a forked process plays rank 1 and is killed ----------------------------------
 
-// A forked child cannot use its parent's rdma_cm channel or verbs context (the kernel ties them to
-// the process that opened them), so the child here could not play rank 1.
+// A forked child cannot play rank 1 over RDMA, not even with a transport of its own: librdmacm
+// keeps the device contexts the parent opened, so the child's queue pairs live on the parent's
+// uverbs file and ibv_post_send fails with EPERM (tried in the soft-RoCE VM).
 constexpr const char* kRdmaNoFork =
-    "verbs and rdma_cm resources do not survive fork(); a killed peer over RDMA is covered by the "
-    "multi-process suites run in the VM (scripts/rdma-check.sh)";
+    "librdmacm's device contexts belong to the process that opened them, so a forked child cannot "
+    "play rank 1; a killed peer over RDMA is covered by fault_trials --transport rdma (label rdma)";
 
 // Waits up to 10 s for one byte from the child.
 bool waitChild(int fd) {
@@ -715,6 +716,25 @@ TEST_P(RdmaTest, WrongSecretIsRejectedWhileRealTrafficFlows) {
     streams.push_back(std::move(s));
   }
   runStreams(streams, {&t(0), &t(1)});
+}
+
+// A child forked after its parent opened RDMA devices cannot use them (librdmacm keeps the
+// parent's device contexts): its transport must say "no RDMA here" so peers use TCP, instead of
+// offering lanes whose every post would fail.
+TEST_P(RdmaTest, ForkedChildLeavesRdmaOut) {
+  makeRanks(2, 4, 4096);  // the parent opens the devices
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    std::unique_ptr<Transport> t = makeTransport(Kind::kRdma, ranks_[1].ctx);
+    std::vector<uint8_t> blob;
+    const Result r = t->listen(&blob);
+    _exit(r == Result::kSuccess && blob.empty() ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the child's RDMA transport offered lanes it cannot use";
 }
 
 INSTANTIATE_TEST_SUITE_P(Rdma, RdmaTest, testing::Values(Kind::kRdma), kindName);

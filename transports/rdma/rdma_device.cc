@@ -63,7 +63,7 @@ Result openRdmaDevices(RdmaHub* hub, std::vector<uint8_t>* blob, std::string* wh
   }
   std::string missing;
   if (rdmaLib(&missing) == nullptr) {
-    *why = "RDMA devices exist but " + missing;
+    *why = "RDMA devices exist, but " + missing;
     return Result::kSuccess;
   }
   int count = 0;

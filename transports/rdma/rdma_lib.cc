@@ -4,6 +4,7 @@
 #include "transports/rdma/rdma_lib.h"
 
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <mutex>
@@ -15,6 +16,7 @@ namespace {
 RdmaLib gLib{};
 std::string gWhy;
 bool gLoaded = false;
+pid_t gLoader = 0;  // the process that loaded the libraries (and whose device contexts they keep)
 
 // Fills `*fn` from `handle`; false (and gWhy) when the symbol is missing.
 template <typename Fn>
@@ -25,6 +27,7 @@ bool bind(void* handle, const char* lib, const char* name, Fn* fn) {
 }
 
 void load() {
+  gLoader = getpid();
   // RTLD_LOCAL: the verbs symbols stay out of the global namespace, where an application's own
   // copy (another NCCL, a different rdma-core) may live. Never closed: providers keep threads.
   void* verbs = dlopen("libibverbs.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -71,6 +74,12 @@ int RdmaLib::queryPort(ibv_context* context, uint8_t port, ibv_port_attr* attr) 
 const RdmaLib* rdmaLib(std::string* why) {
   static std::once_flag once;
   std::call_once(once, load);
+  if (gLoaded && getpid() != gLoader) {
+    // librdmacm keeps the device contexts its first user opened, on that process's uverbs files:
+    // a forked child's queue pairs would land there and fail (EPERM) at the first post.
+    if (why != nullptr) *why = "this process was forked after its parent opened RDMA devices (librdmacm keeps them)";
+    return nullptr;
+  }
   if (!gLoaded && why != nullptr) *why = gWhy;
   return gLoaded ? &gLib : nullptr;
 }
