@@ -45,6 +45,9 @@ constexpr KnobDecl kTable[] = {
     {Knob::kIbHca, "NCCL_IB_HCA", Type::kString, "",
      "RDMA devices (and ports) the RDMA transport may use: prefix list rxe,mlx5_0:1; = exact names; ^ excludes"},
     {Knob::kIbDisable, "NCCL_IB_DISABLE", Type::kBool, "0", "1 = never use the RDMA transport (TCP between hosts)"},
+    {Knob::kIbGidIndex, "NCCL_IB_GID_INDEX", Type::kInt, "-1",
+     "RoCE: the GID index whose IPv4 address each RDMA device is used through; -1 = the first IPv4 address of the "
+     "device's interface (rdma_cm then picks the GID)"},
     {Knob::kNet, "NCCL_NET", Type::kString, "",
      "network transport between hosts: IB (RDMA; init fails without a usable device) or Socket (TCP); empty = RDMA "
      "where both ranks have a device, else TCP"},

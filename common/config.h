@@ -24,6 +24,7 @@ enum class Knob : int {
   kProto,         // NCCL_PROTO
   kIbHca,         // NCCL_IB_HCA
   kIbDisable,     // NCCL_IB_DISABLE
+  kIbGidIndex,    // NCCL_IB_GID_INDEX
   kNet,           // NCCL_NET (IB or Socket)
   kTimeout,       // MIXCCL_TIMEOUT (seconds)
   kChunkSize,     // MIXCCL_CHUNK_SIZE (bytes per message slot)

@@ -5,7 +5,8 @@
 // interface's address is tied to the RDMA device behind that interface (id->verbs), or to none.
 // So every IPv4 interface that is up and not loopback is tried in turn; the first address of each
 // device that NCCL_IB_HCA admits and whose port is active gets a listener. rdma_cm then picks
-// the GID for that address by itself (RoCE v2 for IPv4).
+// the GID for that address by itself (RoCE v2 for IPv4); NCCL_IB_GID_INDEX instead names the GID,
+// whose IPv4 address is then the one bound.
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -38,6 +39,16 @@ bool anyRdmaDevice() {
   while (dirent* e = readdir(d)) any = any || e->d_name[0] != '.';
   closedir(d);
   return any;
+}
+
+// NCCL_IB_GID_INDEX names a GID; on RoCE v2 over IPv4 that GID is the IPv4-mapped address
+// (::ffff:a.b.c.d) of one of the device's interfaces. rdma_cm addresses devices by IP, so the GID
+// index picks which address to bind: true when `addr` is the one GID `index` holds.
+bool gidIsAddress(ibv_context* verbs, int port, int index, const sockaddr_in& addr) {
+  ibv_gid gid{};
+  if (rdma().queryGid(verbs, static_cast<uint8_t>(port), index, &gid) != 0) return false;
+  static const uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  return memcmp(gid.raw, kMapped, sizeof(kMapped)) == 0 && memcmp(gid.raw + 12, &addr.sin_addr, 4) == 0;
 }
 
 bool sameDevice(const std::vector<RdmaDevice>& devices, const ibv_context* verbs, int port) {
@@ -89,8 +100,10 @@ Result openRdmaDevices(RdmaHub* hub, std::vector<uint8_t>* blob, std::string* wh
     *why = std::string("getifaddrs failed (") + strerror(errno) + ")";
     return Result::kSuccess;
   }
+  const int64_t gidIndex = config::getInt(config::Knob::kIbGidIndex);
   *why = filter.useDefault ? "no active RDMA port has an IPv4 address"
                            : "no active RDMA port that NCCL_IB_HCA=" + spec + " admits has an IPv4 address";
+  if (gidIndex >= 0) *why += " at GID index " + std::to_string(gidIndex) + " (NCCL_IB_GID_INDEX)";
   std::string used;
   for (const ifaddrs* ifa = ifs; ifa != nullptr && hub->devices.size() < kRdmaMaxRails; ifa = ifa->ifa_next) {
     if (ifa->ifa_addr == nullptr || ifa->ifa_addr->sa_family != AF_INET) continue;
@@ -105,7 +118,8 @@ Result openRdmaDevices(RdmaHub* hub, std::vector<uint8_t>* blob, std::string* wh
       const char* dev = rdma().getDeviceName(id->verbs->device);
       ibv_port_attr port{};
       const bool active = rdma().queryPort(id->verbs, id->port_num, &port) == 0 && port.state == IBV_PORT_ACTIVE;
-      if (active && (filter.useDefault || filter.accepts(dev, id->port_num)) &&
+      const bool gidOk = gidIndex < 0 || gidIsAddress(id->verbs, id->port_num, static_cast<int>(gidIndex), addr);
+      if (active && gidOk && (filter.useDefault || filter.accepts(dev, id->port_num)) &&
           rdma().listen(id, kListenBacklog) == 0) {
         RdmaDevice d;
         d.name = dev;

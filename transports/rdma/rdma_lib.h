@@ -24,6 +24,7 @@ struct RdmaLib {
   void (*freeDeviceList)(ibv_device** list);
   const char* (*getDeviceName)(ibv_device* device);
   int (*queryPortCompat)(ibv_context* context, uint8_t port, _compat_ibv_port_attr* attr);
+  int (*queryGid)(ibv_context* context, uint8_t port, int index, ibv_gid* gid);
   ibv_pd* (*allocPd)(ibv_context* context);
   int (*deallocPd)(ibv_pd* pd);
   ibv_mr* (*regMr)(ibv_pd* pd, void* addr, size_t length, int access);
