@@ -11,11 +11,48 @@
 # script prints why and exits 0 (CI then has no RDMA coverage, and says so); a failing check inside
 # the VM exits 1.
 #
-# Usage: scripts/rdma-check.sh [build-dir]      (RDMA_VM_TOOL=/path/run-in-rdma-vm to choose the tool)
+# With --perf it measures instead (inside one VM run, 2 rounds): ib_write_bw (one way and both
+# ways) and ib_write_lat from perftest, then sendrecv, broadcast and all-reduce perf tools at 2
+# processes over RDMA and over TCP. Under emulation (no KVM) these say little about hardware.
+#
+# Usage: scripts/rdma-check.sh [--perf] [build-dir]   (RDMA_VM_TOOL=/path/run-in-rdma-vm picks the tool)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
+mode=check
+if [[ "${1:-}" == --perf ]]; then
+  mode=perf
+  shift
+fi
 build=$(cd "${1:-${BUILD_DIR:-build}}" && pwd)
+
+if [[ "${RDMA_CHECK_INSIDE:-0}" == perf ]]; then
+  cd "$build"
+  export NCCL_SHM_DISABLE=1
+  gid=$RDMA_VM_GID_INDEX
+  perftest() {  # server in the background, client against it; prints the client's result line
+    local tool=$1 size=$2
+    shift 2
+    "$tool" -d rxe0 -x "$gid" -s "$size" "$@" >/dev/null 2>&1 &
+    sleep 1
+    "$tool" -d rxe0 -x "$gid" -s "$size" "$@" "$RDMA_VM_IP" 2>&1 | awk -v s="$size" '$1==s'
+    wait
+  }
+  for round in 1 2; do
+    echo "== round $round"
+    echo "ib_write_bw 64 MiB one way (bytes, iters, peak MB/s, avg MB/s): $(perftest ib_write_bw 67108864 -n 5)"
+    echo "ib_write_bw 64 MiB both ways: $(perftest ib_write_bw 67108864 -n 5 -b)"
+    echo "ib_write_lat 8 B (bytes, iters, min, max, typical us): $(perftest ib_write_lat 8 -n 2000)"
+    for net in IB Socket; do
+      for tool in "sendrecv_perf -b 8 -e 32M -f 8" "broadcast_perf -b 2M -e 32M -f 4" "all_reduce_perf -b 64K -e 16M -f 4"; do
+        echo "-- NCCL_NET=$net ${tool%% *}"
+        # shellcheck disable=SC2086  # $tool holds the perf tool and its size flags
+        NCCL_NET=$net ./perf/mixcclrun -np 2 ./perf/$tool -n 3 -w 1 2>&1 | grep -E "^ +[0-9]" || true
+      done
+    done
+  done
+  exit 0
+fi
 
 if [[ "${RDMA_CHECK_INSIDE:-0}" == 1 ]]; then
   # Inside the VM (the repository is shared at the same path). A second soft-RoCE device on a
@@ -68,6 +105,7 @@ export RDMA_VM_EXTRA_PACKAGES="cmake libspdlog1.10 libfmt9 libhwloc15 libnuma1 o
 export RDMA_VM_PASS_ENV="RDMA_CHECK_INSIDE"
 [[ "$build" == "$root"/* ]] || export RDMA_VM_SHARE="$build"  # the VM shares the repository only
 export RDMA_CHECK_INSIDE=1
+[[ $mode == perf ]] && RDMA_CHECK_INSIDE=perf
 start=$SECONDS
 set +e
 "$tool" --timeout 1500 -- bash "$root/scripts/rdma-check.sh" "$build"
