@@ -16,6 +16,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -31,7 +32,8 @@ namespace mixccl {
 namespace {
 
 constexpr auto kHelloTimeout = std::chrono::seconds(30);
-// Pending handshakes beyond this are refused, so a connection flood cannot exhaust descriptors.
+// Pending handshakes beyond this close the oldest one, so a connection flood cannot exhaust
+// descriptors.
 constexpr size_t kMaxPending = 256;
 // How long an aborting rank spends telling peers about lanes it never opened (~TcpTransport).
 constexpr std::chrono::milliseconds kNoticeBudget{200};
@@ -105,12 +107,18 @@ Result TcpHub::poll() {
       Result r = listener.accept(&p.sock, &p.from);
       if (r == Result::kInProgress) break;
       MIXCCL_TRY(r);
-      if (pending.size() >= kMaxPending) {
-        MIXCCL_WARN("tcp: rank %d refuses a connection from %s: %zu handshakes already pending", ctx.rank,
-                    p.from.toString().c_str(), pending.size());
-        continue;  // p.sock closes here
-      }
       p.since = std::chrono::steady_clock::now();
+      if (pending.size() >= kMaxPending) {
+        // Full: the oldest handshake goes, not the newcomer. A real peer sends its hello right
+        // after connecting, so the oldest is the likeliest idle stranger; refusing newcomers let
+        // strangers that connect and stay silent lock real lanes out (port_noise_tcp failed so).
+        auto oldest = std::min_element(pending.begin(), pending.end(),
+                                       [](const Pending& a, const Pending& b) { return a.since < b.since; });
+        MIXCCL_WARN("tcp: rank %d has %zu handshakes pending; closing the oldest (from %s, %zu of %zu bytes)", ctx.rank,
+                    pending.size(), oldest->from.toString().c_str(), oldest->got, kTcpHelloBytes);
+        *oldest = std::move(p);  // the old socket closes here
+        continue;
+      }
       pending.push_back(std::move(p));
     }
   }
