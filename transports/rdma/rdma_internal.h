@@ -100,7 +100,6 @@ struct RdmaEndpoint {
   RdmaAccept remote;              // sender: the receiver's slots
   uint64_t remoteCreditAddr = 0;  // receiver: the sender's credit word
   uint32_t remoteCreditRkey = 0;
-  bool attached = false;  // a connection object uses it
 };
 
 // One RDMA device (rail) this rank listens on.

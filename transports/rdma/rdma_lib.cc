@@ -26,20 +26,20 @@ bool bind(void* handle, const char* lib, const char* name, Fn* fn) {
   return *fn != nullptr;
 }
 
+// dlopen() of `lib`; nullptr (and gWhy) when it cannot be loaded. RTLD_LOCAL: the verbs symbols
+// stay out of the global namespace, where an application's own copy (another NCCL, a different
+// rdma-core) may live. Never closed: providers keep threads.
+void* openLibrary(const char* lib, const char* package) {
+  void* handle = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) gWhy = std::string(lib) + " cannot be loaded (" + dlerror() + "; Debian: " + package + ")";
+  return handle;
+}
+
 void load() {
   gLoader = getpid();
-  // RTLD_LOCAL: the verbs symbols stay out of the global namespace, where an application's own
-  // copy (another NCCL, a different rdma-core) may live. Never closed: providers keep threads.
-  void* verbs = dlopen("libibverbs.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (verbs == nullptr) {
-    gWhy = std::string("libibverbs.so.1 cannot be loaded (") + dlerror() + "; Debian: ibverbs-providers)";
-    return;
-  }
-  void* cm = dlopen("librdmacm.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (cm == nullptr) {
-    gWhy = std::string("librdmacm.so.1 cannot be loaded (") + dlerror() + "; Debian: librdmacm1)";
-    return;
-  }
+  void* verbs = openLibrary("libibverbs.so.1", "ibverbs-providers");
+  void* cm = verbs == nullptr ? nullptr : openLibrary("librdmacm.so.1", "librdmacm1");
+  if (cm == nullptr) return;
   RdmaLib& l = gLib;
   const char* v = "libibverbs";
   const char* r = "librdmacm";

@@ -23,6 +23,8 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "common/wire.h"
+#include "transports/lane_claim.h"
+#include "transports/net_choice.h"
 #include "transports/rdma/rdma_internal.h"
 
 namespace mixccl {
@@ -77,14 +79,8 @@ bool decodeRdmaHello(const void* in, size_t len, RdmaHello* out, const char** wh
 }
 
 const char* checkRdmaHello(const RdmaHello& h, const TransportContext& ctx) {
-  if (h.commHash != ctx.commHash) return "different communicator (stale or foreign job)";
-  if (memcmp(h.secret, ctx.secret, sizeof(h.secret)) != 0) return "wrong secret";
-  if (h.dst != static_cast<uint32_t>(ctx.rank)) return "addressed to another rank";
-  if (h.src >= static_cast<uint32_t>(ctx.nranks) || h.lane >= static_cast<uint32_t>(kNumLanes)) {
-    return "source rank or lane out of range";
-  }
-  if (h.creditAddr == 0) return "no credit address";
-  return nullptr;
+  if (const char* why = checkLaneClaim(h.commHash, h.secret, h.src, h.dst, h.lane, ctx)) return why;
+  return h.creditAddr == 0 ? "no credit address" : nullptr;
 }
 
 void encodeRdmaAccept(const RdmaAccept& a, uint8_t out[kRdmaAcceptBytes]) {
@@ -187,7 +183,6 @@ RdmaEndpoint* RdmaHub::takeParked(int src, int lane) {
   RdmaEndpoint*& p = parked[static_cast<size_t>(src) * kNumLanes + lane];
   RdmaEndpoint* ep = p;
   if (ep != nullptr) {
-    ep->attached = true;
     p = nullptr;
   }
   return ep;
@@ -229,7 +224,6 @@ Result RdmaHub::startConnect(int peer, int lane, RdmaEndpoint** out) {
   ep->peer = peer;
   ep->lane = lane;
   ep->id = id;
-  ep->attached = true;
   RdmaEndpoint* raw = ep.get();
   endpoints[id] = std::move(ep);
   const size_t rail = railTo(peer);
@@ -436,24 +430,6 @@ Result RdmaHub::poll() {
 
 namespace {
 
-// NCCL_NET: "" (RDMA where it can, else TCP), "IB" or "Socket" (case-insensitive, as in NCCL).
-Result netChoice(bool* wantIb, bool* forceIb) {
-  const std::string& net = config::getString(config::Knob::kNet);
-  *wantIb = !config::getBool(config::Knob::kIbDisable);
-  *forceIb = false;
-  if (net.empty()) return Result::kSuccess;
-  if (strcasecmp(net.c_str(), "IB") == 0) {
-    *forceIb = *wantIb;
-    return Result::kSuccess;
-  }
-  if (strcasecmp(net.c_str(), "Socket") == 0) {
-    *wantIb = false;
-    return Result::kSuccess;
-  }
-  return fail(Result::kInvalidArgument, "NCCL_NET=%s is not a network this build has: choose IB or Socket",
-              net.c_str());
-}
-
 class RdmaTransport final : public Transport {
  public:
   explicit RdmaTransport(const TransportContext& ctx) : hub_(std::make_shared<RdmaHub>()) { hub_->ctx = ctx; }
@@ -462,9 +438,9 @@ class RdmaTransport final : public Transport {
 
   Result listen(std::vector<uint8_t>* blob) override {
     blob->clear();
-    bool wantIb = true, forceIb = false;
-    MIXCCL_TRY(netChoice(&wantIb, &forceIb));
-    if (!wantIb) {
+    NetChoice net;
+    MIXCCL_TRY(netChoice(&net));
+    if (!net.wantIb) {
       MIXCCL_INFO(log::kNet | log::kInit, "NET/IB : disabled (NCCL_IB_DISABLE=1 or NCCL_NET=Socket)");
       return Result::kSuccess;
     }
@@ -472,7 +448,7 @@ class RdmaTransport final : public Transport {
     Result r = openRdmaDevices(hub_.get(), blob, &why);
     if (r != Result::kSuccess) return r;
     if (!blob->empty()) return Result::kSuccess;
-    if (forceIb) {
+    if (net.forceIb) {
       return fail(Result::kSystemError, "NCCL_NET=IB but rank %d has no usable RDMA device: %s", hub_->ctx.rank,
                   why.c_str());
     }

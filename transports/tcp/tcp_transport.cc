@@ -13,7 +13,6 @@
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <strings.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -23,9 +22,10 @@
 #include <thread>
 #include <vector>
 
-#include "common/config.h"
 #include "common/log.h"
 #include "common/wire.h"
+#include "transports/lane_claim.h"
+#include "transports/net_choice.h"
 #include "transports/tcp/tcp_internal.h"
 
 namespace mixccl {
@@ -79,13 +79,7 @@ bool decodeHello(const uint8_t in[kTcpHelloBytes], TcpHello* out, const char** w
 }
 
 const char* checkHello(const TcpHello& h, const TransportContext& ctx) {
-  if (h.commHash != ctx.commHash) return "different communicator (stale or foreign job)";
-  if (memcmp(h.secret, ctx.secret, sizeof(h.secret)) != 0) return "wrong secret";
-  if (h.dst != static_cast<uint32_t>(ctx.rank)) return "addressed to another rank";
-  if (h.src >= static_cast<uint32_t>(ctx.nranks) || h.lane >= static_cast<uint32_t>(kNumLanes)) {
-    return "source rank or lane out of range";
-  }
-  return nullptr;
+  return checkLaneClaim(h.commHash, h.secret, h.src, h.dst, h.lane, ctx);
 }
 
 std::string TcpHub::describe(int rank) const {
@@ -210,6 +204,9 @@ class TcpTransport final : public Transport {
   const char* name() const override { return "tcp"; }
 
   Result listen(std::vector<uint8_t>* blob) override {
+    NetChoice net;
+    MIXCCL_TRY(netChoice(&net));  // a build without RDMA still refuses a wrong NCCL_NET
+    forceIb_ = net.forceIb;
     SocketAddress addr;
     std::string ifname;
     MIXCCL_TRY(findListenAddress(&addr, &ifname));
@@ -242,9 +239,8 @@ class TcpTransport final : public Transport {
     return Result::kSuccess;
   }
 
-  // NCCL_NET=IB leaves the network to RDMA: a pair it cannot reach then fails init by name.
   int canConnect(int peer) const override {
-    if (strcasecmp(config::getString(config::Knob::kNet).c_str(), "IB") == 0) return 0;
+    if (forceIb_) return 0;
     return peer >= 0 && peer < static_cast<int>(hub_->peers.size()) ? 1 : 0;
   }
 
@@ -280,6 +276,7 @@ class TcpTransport final : public Transport {
   }
 
   std::shared_ptr<TcpHub> hub_;
+  bool forceIb_ = false;  // NCCL_NET=IB leaves the network to RDMA: pairs it cannot reach fail init by name
 };
 
 }  // namespace
