@@ -51,6 +51,12 @@ constexpr KnobDecl kTable[] = {
     {Knob::kNet, "NCCL_NET", Type::kString, "",
      "network transport between hosts: IB (RDMA; init fails without a usable device) or Socket (TCP); empty = RDMA "
      "where both ranks have a device, else TCP"},
+    {Knob::kIbZcopyMin, "MIXCCL_IB_ZCOPY_MIN", Type::kInt, "65536",
+     "smallest RDMA message sent zero-copy (the receiver reads it from the sender's buffer) when the buffers are "
+     "registered with ncclCommRegister; smaller ones, and unregistered buffers, are copied through slots"},
+    {Knob::kIbRegCache, "MIXCCL_IB_REG_CACHE", Type::kInt, "4294967296",
+     "bytes of registered user memory the RDMA transport keeps pinned per communicator and device; the least "
+     "recently used regions beyond it are unpinned, and a larger one is sent through slots"},
     {Knob::kTimeout, "MIXCCL_TIMEOUT", Type::kInt, "1800",
      "seconds any blocking wait may last before it fails with ncclRemoteError"},
     {Knob::kChunkSize, "MIXCCL_CHUNK_SIZE", Type::kInt, "524288", "bytes per message slot of a connection"},

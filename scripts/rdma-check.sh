@@ -44,8 +44,9 @@ if [[ "${RDMA_CHECK_INSIDE:-0}" == perf ]]; then
     echo "ib_write_bw 64 MiB both ways: $(perftest ib_write_bw 67108864 -n 5 -b)"
     echo "ib_write_lat 8 B (bytes, iters, min, max, typical us): $(perftest ib_write_lat 8 -n 2000)"
     for net in IB Socket; do
-      for tool in "sendrecv_perf -b 8 -e 32M -f 8" "broadcast_perf -b 2M -e 32M -f 4" "all_reduce_perf -b 64K -e 16M -f 4"; do
-        echo "-- NCCL_NET=$net ${tool%% *}"
+      for tool in "sendrecv_perf -b 8 -e 32M -f 8" "sendrecv_perf -b 2M -e 64M -f 4 -R 1" \
+        "broadcast_perf -b 2M -e 32M -f 4" "broadcast_perf -b 2M -e 32M -f 4 -R 1" "all_reduce_perf -b 64K -e 16M -f 4"; do
+        echo "-- NCCL_NET=$net $tool"
         # shellcheck disable=SC2086  # $tool holds the perf tool and its size flags
         NCCL_NET=$net ./perf/mixcclrun -np 2 ./perf/$tool -n 3 -w 1 2>&1 | grep -E "^ +[0-9]" || true
       done
@@ -76,6 +77,23 @@ if [[ "${RDMA_CHECK_INSIDE:-0}" == 1 ]]; then
         grep "NET/" "$log"; fails=1
       else
         echo "rdma-check: ${coll}_perf at $np processes over RDMA: 0 wrong values"
+      fi
+      rm -f "$log"
+    done
+    # Registered buffers (-R 1): messages of 64 KiB and more go zero-copy (the receiver reads them
+    # from the sender's buffer, straight into its own where the step only copies).
+    for coll in sendrecv broadcast all_gather alltoall; do
+      log=$(mktemp)
+      if ! NCCL_SHM_DISABLE=1 NCCL_NET=IB NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=NET \
+        ./perf/mixcclrun -np "$np" "./perf/${coll}_perf" -R 1 -b 64K -e 4M -f 4 -c 1 -n 3 -w 1 >"$log" 2>&1; then
+        echo "rdma-check: FAILED: ${coll}_perf -R 1 at $np processes exited non-zero"; tail -20 "$log"; fails=1
+      elif ! grep -q "Out of bounds values : 0 OK" "$log"; then
+        echo "rdma-check: FAILED: ${coll}_perf -R 1 at $np processes reported wrong values"
+        grep -E "^ +[0-9]" "$log"; fails=1
+      elif ! grep -q "NET/IB : .*zero-copy" "$log"; then
+        echo "rdma-check: FAILED: ${coll}_perf -R 1 at $np processes sent nothing zero-copy"; fails=1
+      else
+        echo "rdma-check: ${coll}_perf -R 1 at $np processes over RDMA, zero-copy: 0 wrong values"
       fi
       rm -f "$log"
     done

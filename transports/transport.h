@@ -37,6 +37,17 @@ constexpr int kLaneColl = 0;
 constexpr int kLaneP2p = 1;
 constexpr int kNumLanes = 2;
 
+// A user buffer span the engine hands a transport for a zero-copy message: `id` names the
+// ncclCommRegister() registration [base, base + bytes) it lies in, which stays mapped until the
+// engine passes the id to Transport::dropRegions(); id 0: memory the user did not register.
+// Registration ids are never reused within a communicator, so a transport may cache what it
+// derived from one (RDMA: its memory region) under that id.
+struct MemRegion {
+  const void* base = nullptr;
+  size_t bytes = 0;
+  uint64_t id = 0;
+};
+
 class SendConnection {
  public:
   virtual ~SendConnection() = default;
@@ -54,6 +65,25 @@ class SendConnection {
   // written to the kernel), so the engine may return to the user; kInProgress otherwise.
   virtual Result flush() = 0;
   virtual size_t slotBytes() const = 0;
+
+  // Zero-copy (rendezvous), optional. True when a `bytes`-byte message from user memory in `reg`
+  // may be published with commitFrom() instead of being copied into the slot. Cheap; the default
+  // (shm, TCP) says no and the engine copies as usual.
+  virtual bool canCommitFrom(size_t bytes, const MemRegion& reg) const {
+    (void)bytes;
+    (void)reg;
+    return false;
+  }
+  // Like commit() for the oldest acquired slot, but the payload stays in `src` (inside `reg`) and
+  // the receiver fetches it from there. The caller keeps `src` unchanged until flush() returns
+  // kSuccess, which then also waits until the receiver has fetched every such message.
+  virtual Result commitFrom(const void* src, size_t bytes, uint64_t stamp, const MemRegion& reg) {
+    (void)src;
+    (void)bytes;
+    (void)stamp;
+    (void)reg;
+    return Result::kInternalError;
+  }
 };
 
 class RecvConnection {
@@ -65,6 +95,19 @@ class RecvConnection {
   // message while the device still works on the previous one.
   virtual Result peekAt(size_t ahead, const void** data, size_t* bytes, uint64_t* stamp) = 0;
   Result peek(const void** data, size_t* bytes, uint64_t* stamp) { return peekAt(0, data, bytes, stamp); }
+  // peek(), offering `dst` (user memory in `reg`) as the place for the oldest message: a transport
+  // that can land a message of exactly `want` bytes with stamp `wantStamp` there without a copy
+  // on this side does so (RDMA: reads a zero-copy message straight from the sender's buffer) and
+  // returns *data == dst. Any other message is returned as peek() would. `dst` may be written
+  // before kSuccess; the caller owns it for this step anyway.
+  virtual Result peekInto(void* dst, size_t want, uint64_t wantStamp, const MemRegion& reg, const void** data,
+                          size_t* bytes, uint64_t* stamp) {
+    (void)dst;
+    (void)want;
+    (void)wantStamp;
+    (void)reg;
+    return peek(data, bytes, stamp);
+  }
   // Returns the slot of the oldest message not yet released to the sender.
   virtual Result release() = 0;
   // Makes a lane opened by Transport::connectRecvToLook() fit for use (shm: reserves its pages).
@@ -113,6 +156,9 @@ class Transport {
   }
   // Background work (accepting incoming TCP connections, ...). Called by the engine while it waits.
   virtual Result progress() { return Result::kSuccess; }
+  // Registrations the user dropped (ncclCommDeregister, or the communicator's end): whatever the
+  // transport keeps for them (RDMA: memory regions) goes now. Called by the progress engine.
+  virtual void dropRegions(const std::vector<uint64_t>& ids) { (void)ids; }
 
   static constexpr size_t kMaxBlobBytes = 64;
 };

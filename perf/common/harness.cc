@@ -163,6 +163,7 @@ class RankRunner {
     }
     if (printer()) printFooter(errors, bwCount ? bwSum / bwCount : 0);
     sync();
+    for (Registered& r : regs_) unregister(r);
     for (RankMemory::Buffer* b : {&send_, &recv_, &inPlace_}) mem_->release(*b);
     PERF_NCCL(rank_, ncclCommDestroy(comm_));
     if (errors) job_.exitCode = 1;
@@ -246,9 +247,39 @@ class RankRunner {
     return seconds;
   }
 
-  void grow(RankMemory::Buffer& b, size_t bytes) {
+  // -R: each buffer is registered as a whole, again whenever growing moved it.
+  struct Registered {
+    const void* base = nullptr;
+    size_t bytes = 0;
+    void* handle = nullptr;
+  };
+  void grow(RankMemory::Buffer& b, size_t bytes, Registered& r) {
     std::string error;
     if (!mem_->grow(b, bytes, &error)) dieMemory(rank_, error);
+    if (o_.localRegister == 0) return;
+    void* base = mem_->ptr(b, 0);
+    const size_t have = b.device != nullptr ? b.deviceBytes : b.mirror.size();
+    if (base == r.base && have == r.bytes) return;
+    unregister(r);
+    if (have == 0) return;
+    if (o_.localRegister == 1) {
+      PERF_NCCL(rank_, ncclCommRegister(comm_, base, have, &r.handle));
+    } else {
+      ncclWindow_t win = nullptr;
+      PERF_NCCL(rank_, ncclCommWindowRegister(comm_, base, have, &win, NCCL_WIN_DEFAULT));
+      r.handle = win;
+    }
+    r.base = base;
+    r.bytes = have;
+  }
+  void unregister(Registered& r) {
+    if (r.handle == nullptr) return;
+    if (o_.localRegister == 1) {
+      PERF_NCCL(rank_, ncclCommDeregister(comm_, r.handle));
+    } else {
+      PERF_NCCL(rank_, ncclCommWindowDeregister(comm_, static_cast<ncclWindow_t>(r.handle)));
+    }
+    r = Registered{};
   }
   void upload(RankMemory::Buffer& b, size_t bytes) {
     std::string error;
@@ -270,9 +301,9 @@ class RankRunner {
     const size_t ts = type.size;
     const Counts c = d_.counts(size / ts, job_.nranks, rank_);
     const size_t ipElems = std::max(c.sendInPlaceOff + c.send, c.recvInPlaceOff + c.recv);
-    grow(send_, c.send * ts);
-    grow(recv_, c.recv * ts);
-    grow(inPlace_, ipElems * ts);
+    grow(send_, c.send * ts, regs_[0]);
+    grow(recv_, c.recv * ts, regs_[1]);
+    grow(inPlace_, ipElems * ts, regs_[2]);
     const ValuePlan plan(d_, op.kind, type, job_.nranks);
 
     Row row{std::max(c.send, c.recv) * ts, c.param, type.name, op.name, root, {}, {}};
@@ -340,8 +371,8 @@ class RankRunner {
     const int root = roots().front();
     for (size_t size : {o_.maxBytes, o_.minBytes}) {
       const Counts c = d_.counts(size / type.size, job_.nranks, rank_);
-      grow(send_, c.send * type.size);
-      grow(recv_, c.recv * type.size);
+      grow(send_, c.send * type.size, regs_[0]);
+      grow(recv_, c.recv * type.size, regs_[1]);
       const CallArgs args{
           mem_->ptr(send_, 0), mem_->ptr(recv_, 0), c.param, type.type, ncclSum, root, rank_, job_.nranks, comm_,
           mem_->stream()};
@@ -366,6 +397,7 @@ class RankRunner {
   double scratch_ = 0;
   std::unique_ptr<RankMemory> mem_;
   RankMemory::Buffer send_, recv_, inPlace_;
+  Registered regs_[3];
 };
 
 }  // namespace

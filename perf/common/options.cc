@@ -77,6 +77,10 @@ std::optional<int> parseOptions(const CollDesc& desc, int argc, char** argv, Opt
   app.add_option("-J,--output_file", o->jsonPath, "also write the rows as JSON to this file (rank 0)");
   app.add_option("-p,--parallel_init", parallelInit, "accepted for compatibility: ranks always init in parallel");
   app.add_option("-G,--cudagraph", o->graph, "CUDA graph launches: must be 0 on host memory");
+  app.add_option("-R,--local_register", o->localRegister,
+                 "register the send and receive buffers: 1 ncclCommRegister, 2 ncclCommWindowRegister, default 0 "
+                 "(none); registered buffers may travel without copies (RDMA)")
+      ->check(CLI::Range(0, 2));
   // The tool's own build, then what the loaded libnccl.so.2 says: LD_LIBRARY_PATH or LD_PRELOAD may
   // put another library (another mixccl, or NCCL itself) under the tool.
   app.set_version_flag("--version", [&desc] {

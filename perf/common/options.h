@@ -42,6 +42,7 @@ struct Options {
   std::string memory = "host";                      // -m as given (a number there is aggIters)
   std::vector<MemKind> memPattern{MemKind::kHost};  // rank r uses memPattern[r % size]
   int graph = 0;
+  int localRegister = 0;  // -R: 1 ncclCommRegister, 2 ncclCommWindowRegister on the buffers
 
   // Sizes of the rows, in bytes, in order.
   std::vector<size_t> sizes() const;

@@ -23,6 +23,7 @@ struct ncclWindow_vidmem {
   ncclComm_t comm;
   void* base;
   size_t size;
+  uint64_t regionId;  // in the communicator's UserRegions
 };
 
 namespace {
@@ -45,11 +46,14 @@ Result makeRegistration(const char* fn, const char* outName, ncclComm_t comm, vo
   if (out == nullptr) return fail(Result::kInvalidArgument, "%s: %s (output pointer) is NULL", fn, outName);
   if (buff == nullptr && size > 0) return fail(Result::kInvalidArgument, "%s: buff is NULL with size %zu", fn, size);
   // Host buffers need no pinning for the shm and TCP transports: the registration records the
-  // range so later transports (RDMA) can register it with the NIC.
-  auto* reg = new ncclWindow_vidmem{comm, buff, size};
+  // range, and the RDMA transport registers it with the device when a message first uses it
+  // (zero-copy sends and receives, ENGINE.md).
   std::lock_guard<std::mutex> lock(gRegMutex);
-  gRegistrations.insert(reg);
-  *out = reg;
+  auto reg = std::make_unique<ncclWindow_vidmem>(ncclWindow_vidmem{comm, buff, size, 0});
+  gRegistrations.reserve(gRegistrations.size() + 1);  // so that insert() below cannot throw
+  reg->regionId = c->regions().add(buff, size);
+  gRegistrations.insert(reg.get());
+  *out = reg.release();
   return Result::kSuccess;
 }
 
@@ -63,6 +67,7 @@ Result dropRegistration(const char* fn, const char* handleName, ncclComm_t comm,
                 handle);
   }
   gRegistrations.erase(reg);
+  c->regions().remove(reg->regionId);
   delete reg;
   return Result::kSuccess;
 }

@@ -324,6 +324,12 @@ Result Communicator::progressTransports() {
   return Result::kSuccess;
 }
 
+void Communicator::dropStaleRegions() {
+  if (!regions_.hasDropped()) return;
+  const std::vector<uint64_t> ids = regions_.takeDropped();
+  for (TransportSlot& slot : transports_) slot.transport->dropRegions(ids);
+}
+
 Result Communicator::createPreMulSum(DataType dtype, const void* scalar, bool onHost, int* handle) {
   UserRedOp op;
   op.dtype = dtype;

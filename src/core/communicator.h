@@ -40,6 +40,7 @@
 #include "src/core/plan_cache.h"
 #include "src/core/scratch_pool.h"
 #include "src/core/tuner.h"
+#include "src/core/user_regions.h"
 #include "src/device/device_backend.h"
 #include "transports/transport.h"
 
@@ -116,6 +117,10 @@ class Communicator {
   }
   // Drives transport background work (accepting connections).
   Result progressTransports();
+  // User buffers registered with this communicator (user_regions.h).
+  UserRegions& regions() { return regions_; }
+  // Passes registrations dropped since the last call on to the transports (engine thread).
+  void dropStaleRegions();
 
   // Abort: every wait on this communicator returns promptly with an error; irreversible.
   void abort() { abort_.store(true, std::memory_order_release); }
@@ -229,6 +234,7 @@ class Communicator {
   uint32_t shrinkSeq_ = 0;
   OwedTokens owed_;
   WaitBoard board_;
+  UserRegions regions_;
 
   DeviceBackend* backend_ = nullptr;
   uint32_t commonDtypes_ = ~0u;  // types / operators every rank's backend supports (checkBackends)

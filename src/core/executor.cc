@@ -64,6 +64,48 @@ Result foldOperands(const Op& op, const algo::Step& s, void* dst, void* slot) {
   return Result::kSuccess;
 }
 
+// Elements of this rank's input and output buffers (API semantics: count per rank, or per peer).
+uint64_t inputElems(const Op& op) {
+  const auto n = static_cast<uint64_t>(op.comm->nranks());
+  switch (op.kind) {
+    case CollKind::kReduceScatter:
+    case CollKind::kAlltoAll:
+    case CollKind::kScatter:
+      return op.count * n;
+    default:
+      return op.count;
+  }
+}
+uint64_t outputElems(const Op& op) {
+  const auto n = static_cast<uint64_t>(op.comm->nranks());
+  switch (op.kind) {
+    case CollKind::kAllGather:
+    case CollKind::kAlltoAll:
+    case CollKind::kGather:
+      return op.count * n;
+    default:
+      return op.count;
+  }
+}
+
+// No step of `op` writes its input: it does not overlap the output (in-place calls do). A
+// zero-copy send leaves the payload in the input until the peer fetched it, which may be after
+// later steps ran, so it needs this.
+bool inputStaysIntact(const Op& op) {
+  if (op.kind == CollKind::kSend) return true;
+  if (op.output == nullptr) return true;
+  const size_t elem = dataTypeSize(op.dtype);
+  const auto in = reinterpret_cast<uintptr_t>(op.input);
+  const auto out = reinterpret_cast<uintptr_t>(op.output);
+  return in + inputElems(op) * elem <= out || out + outputElems(op) * elem <= in;
+}
+
+// A step that only moves bytes (no reduction), on host memory with no work queue: the kind a
+// transport may carry without a copy (SendConnection::commitFrom, RecvConnection::peekInto).
+bool plainHostCopy(const Op& op, const algo::Step& s) {
+  return op.queue == nullptr && !op.reduction && s.sourceCount == 0;
+}
+
 }  // namespace
 
 void Stream::noteSend(SendConnection* c) {
@@ -126,7 +168,14 @@ Result Stream::tryStep(Op& op, const algo::Step& s) {
     uint64_t stamp = 0;
     const size_t ahead = heldFrom(rconn);
     if (ahead == 0) {
-      MIXCCL_TRY(peekData(op, rconn, s.recvPeer, &in, &got, &stamp));
+      // A registered destination may take the message straight from the peer's buffer.
+      Landing into;
+      if (bytes > 0 && s.dst != algo::Buf::kNone && plainHostCopy(op, s) && !comm.regions().empty()) {
+        into.dst = bufferAt(op, s.dst, s.dstOffset);
+        into.bytes = bytes;
+        into.reg = comm.regions().find(into.dst, bytes);
+      }
+      MIXCCL_TRY(peekData(op, rconn, s.recvPeer, &in, &got, &stamp, false, into.reg.id != 0 ? &into : nullptr));
     } else {
       MIXCCL_TRY(rconn->peekAt(ahead, &in, &got, &stamp));
       // A probe behind held messages cannot be released yet: wait until the steps holding them
@@ -153,9 +202,23 @@ Result Stream::tryStep(Op& op, const algo::Step& s) {
   }
   void* dst = bufferAt(op, s.dst, s.dstOffset);
   const void* src = bufferAt(op, s.src, s.srcOffset);
+  // A plain send of this rank's own registered input may leave the payload where it is.
+  MemRegion fromReg;
+  if (slot != nullptr && dst == nullptr && in == nullptr && s.src == algo::Buf::kInput && bytes > 0 &&
+      plainHostCopy(op, s) && !comm.regions().empty() && inputStaysIntact(op)) {
+    fromReg = comm.regions().find(src, bytes);
+    if (fromReg.id != 0 && !sconn->canCommitFrom(bytes, fromReg)) fromReg.id = 0;
+  }
+  if (fromReg.id != 0) {
+    MIXCCL_TRY(sconn->commitFrom(src, bytes, op.stamp, fromReg));
+    noteSend(sconn);
+    return Result::kSuccess;
+  }
   void* primary = dst != nullptr ? dst : slot;
   DeviceBackend* dev = comm.backend();
-  const bool deviceWork = primary != nullptr && bytes > 0;
+  // The transport may have landed the message in place already (peekInto).
+  const bool landed = in != nullptr && in == dst;
+  const bool deviceWork = primary != nullptr && bytes > 0 && !(landed && slot == nullptr);
   if (deviceWork) {
     if (s.sourceCount > 0) {
       MIXCCL_TRY(foldOperands(op, s, dst, slot));
@@ -170,7 +233,7 @@ Result Stream::tryStep(Op& op, const algo::Step& s) {
         MIXCCL_TRY(dev->reduce(primary, a, b, s.count, op.spec, pre, s.finalize, op.queue));
       }
     } else {
-      MIXCCL_TRY(dev->copy(primary, in != nullptr ? in : src, bytes, op.queue));
+      if (!landed) MIXCCL_TRY(dev->copy(primary, in != nullptr ? in : src, bytes, op.queue));
       if (dst != nullptr && slot != nullptr) MIXCCL_TRY(dev->copy(slot, dst, bytes, op.queue));
     }
   }
@@ -315,6 +378,7 @@ Result Stream::progress(bool* advanced) {
     Op& op = *ops_[opIndex_];
     const auto& steps = op.schedule->steps;
     if (stepIndex_ == 0 && !connected_) {
+      op.comm->dropStaleRegions();
       MIXCCL_TRY(connectAll(op));
       connected_ = true;
     }
@@ -384,10 +448,14 @@ Result Stream::progress(bool* advanced) {
 // With `owedOnly`, stops (kSuccess, no message) once no closing token from `peer` is owed: what
 // follows on the lane is not this caller's business, nor is a lane the peer closed after it.
 Result Stream::peekData(Op& op, RecvConnection* rconn, int peer, const void** data, size_t* bytes, uint64_t* stamp,
-                        bool owedOnly) {
+                        bool owedOnly, const Landing* into) {
   for (;;) {
     if (owedOnly && !op.comm->owedTokens().from(peer)) return Result::kSuccess;
-    MIXCCL_TRY(rconn->peek(data, bytes, stamp));
+    if (into != nullptr) {
+      MIXCCL_TRY(rconn->peekInto(into->dst, into->bytes, op.stamp, into->reg, data, bytes, stamp));
+    } else {
+      MIXCCL_TRY(rconn->peek(data, bytes, stamp));
+    }
     if ((*stamp & kStampProbe) == 0) {
       // Owed closing tokens (owed_tokens.h) stand before anything newer from that peer.
       OwedTokens& owed = op.comm->owedTokens();

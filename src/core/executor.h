@@ -81,8 +81,15 @@ class Stream {
   Result checkOldestFrom(Op& op, int peer);
   Result checkOwedWhileFlushing(Op& op);
   void openAllLanes(Op& op);
+  // Registered user memory where the current step's message may land without a copy
+  // (RecvConnection::peekInto).
+  struct Landing {
+    void* dst = nullptr;
+    size_t bytes = 0;
+    MemRegion reg;
+  };
   Result peekData(Op& op, RecvConnection* rconn, int peer, const void** data, size_t* bytes, uint64_t* stamp,
-                  bool owedOnly = false);
+                  bool owedOnly = false, const Landing* into = nullptr);
   Result sendProbes(Op& op);
   std::vector<int> remainingPeers(const Op& op, bool tokenReceivers) const;
   void noteSend(SendConnection* c);

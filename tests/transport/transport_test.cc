@@ -285,6 +285,87 @@ TEST_P(TransportTest, ManySizesBothDirectionsBothLanesDepth1And8) {
   }
 }
 
+// Registered user buffers (ncclCommRegister): a transport that offers zero-copy messages
+// (SendConnection::canCommitFrom; RDMA does) sends them from the user's buffer and lands them in
+// the receiver's (peekInto returns the destination itself). They interleave with slot messages in
+// order; a receiver that only peeks, or that expects another stamp, still gets the bytes (in a
+// slot, leaving its buffer alone); and the sender's flush waits until the receiver has taken them.
+// Transports without zero-copy must fall back: peekInto hands out the slot.
+TEST_P(TransportTest, ZeroCopyMessagesLandInUserBuffersInOrder) {
+  const size_t slotBytes = 256 << 10;  // zero-copy from MIXCCL_IB_ZCOPY_MIN (64 KiB by default)
+  const int kMessages = 16;
+  makeRanks(2, 4, slotBytes);
+  std::unique_ptr<SendConnection> send;
+  std::unique_ptr<RecvConnection> recv;
+  ASSERT_EQ(t(1).connectRecv(0, kLaneP2p, &recv), Result::kSuccess) << lastError();
+  ASSERT_EQ(t(0).connectSend(1, kLaneP2p, &send), Result::kSuccess) << lastError();
+  std::vector<uint8_t> src((kMessages + 1) * slotBytes), dst((kMessages + 1) * slotBytes, 0);
+  MemRegion srcReg{src.data(), src.size(), 1}, dstReg{dst.data(), dst.size(), 2};
+  const bool zeroCopy = send->canCommitFrom(slotBytes, srcReg);
+  if (GetParam() == Kind::kRdma) ASSERT_TRUE(zeroCopy) << "RDMA must offer zero-copy for registered memory";
+  EXPECT_FALSE(send->canCommitFrom(slotBytes, MemRegion{src.data(), src.size(), 0})) << "unregistered memory";
+  auto progress = [&] {
+    MIXCCL_TRY(t(0).progress());
+    return t(1).progress();
+  };
+  // Modes: 0 zero-copy into the user's buffer, 1 slot message, 2 zero-copy read by peek() into the
+  // slot, 3 zero-copy offered to a receiver that expects another stamp.
+  auto exchange = [&](int m, int mode) {
+    SCOPED_TRACE("message " + std::to_string(m) + " mode " + std::to_string(mode));
+    const size_t bytes = m % 2 == 0 ? slotBytes : (64 << 10) + 8 * m;
+    const uint64_t stamp = 0xfeed0000ull + m;
+    uint8_t* from = src.data() + m * slotBytes;
+    uint8_t* into = dst.data() + m * slotBytes;
+    fillPattern(from, bytes, 0, 1, kLaneP2p, m);
+    const bool viaUser = zeroCopy && mode != 1;
+    void* slot = nullptr;
+    ASSERT_EQ(waitFor([&] {
+                MIXCCL_TRY(progress());
+                return send->acquire(&slot);
+              }),
+              Result::kSuccess)
+        << lastError();
+    if (viaUser) {
+      ASSERT_EQ(send->commitFrom(from, bytes, stamp, srcReg), Result::kSuccess) << lastError();
+      ASSERT_EQ(send->flush(), Result::kInProgress) << "flush returned before the receiver took the message";
+    } else {
+      memcpy(slot, from, bytes);
+      ASSERT_EQ(send->commit(bytes, stamp), Result::kSuccess) << lastError();
+    }
+    const void* data = nullptr;
+    size_t got = 0;
+    uint64_t gotStamp = 0;
+    ASSERT_EQ(waitFor([&] {
+                MIXCCL_TRY(progress());
+                if (mode == 2) return recv->peek(&data, &got, &gotStamp);
+                return recv->peekInto(into, bytes, mode == 3 ? stamp + 1 : stamp, dstReg, &data, &got, &gotStamp);
+              }),
+              Result::kSuccess)
+        << lastError();
+    EXPECT_EQ(got, bytes);
+    EXPECT_EQ(gotStamp, stamp);
+    EXPECT_TRUE(checkPattern(data, got, 0, 1, kLaneP2p, m));
+    EXPECT_EQ(data == into, zeroCopy && mode == 0) << "the message landed in the wrong place";
+    if (mode == 3) EXPECT_EQ(into[0], 0) << "a message for another step was written into the user's buffer";
+    ASSERT_EQ(recv->release(), Result::kSuccess) << lastError();
+    ASSERT_EQ(waitFor([&] {
+                MIXCCL_TRY(progress());
+                (void)recv->peekAt(0, &data, &got, &gotStamp);  // lets the receiver send its credits
+                return send->flush();
+              }),
+              Result::kSuccess)
+        << lastError();
+  };
+  for (int m = 0; m < kMessages; ++m) exchange(m, m % 4);
+  // The user drops the registrations and registers the same memory again (new ids): the
+  // transports let go of the old regions and the new ones work.
+  t(0).dropRegions({1});
+  t(1).dropRegions({2});
+  srcReg.id = 3;
+  dstReg.id = 4;
+  exchange(kMessages, 0);
+}
+
 TEST_P(TransportTest, ReceiverCreatedAfterSender) {
   makeRanks(2, 2, 4096);
   Stream s{0, 1, kLaneP2p};

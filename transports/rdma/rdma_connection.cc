@@ -34,6 +34,8 @@ constexpr int kPollBatch = 16;
 constexpr uint64_t kEventPollPeriod = 1024;
 // How long a closing sender waits for its posted writes to land.
 constexpr std::chrono::seconds kLinger{2};
+// Work request ids of reads of zero-copy messages (credit writes use 0).
+constexpr uint64_t kReadTag = 1ull << 63;
 
 Result lost(const RdmaHub& hub, const RdmaEndpoint& ep) {
   return fail(Result::kRemoteError, "rdma: lane %d %s %s failed: %s", ep.lane, ep.sender ? "to" : "from",
@@ -60,6 +62,7 @@ RdmaSendConnection::~RdmaSendConnection() {
     if (reap() != Result::kSuccess) break;
   }
   hub_->close(ep_);
+  for (const auto& [msg, mr] : lent_) hub_->regs->unpin(mr);
 }
 
 Result RdmaSendConnection::failed() {
@@ -100,7 +103,8 @@ Result RdmaSendConnection::acquire(void** slot) {
   MIXCCL_TRY(reap());
   const uint64_t k = head_ + acquired_;
   if (acquired_ >= depth_) return Result::kInProgress;
-  const uint64_t released = __atomic_load_n(static_cast<uint64_t*>(ep_->credit.base), __ATOMIC_ACQUIRE);
+  const uint64_t released = this->released();
+  if (!lent_.empty()) returnLent(released);
   if (k >= released + depth_ || k >= completed_ + depth_) {
     ++hub_->polls;
     return Result::kInProgress;
@@ -116,13 +120,43 @@ Result RdmaSendConnection::commit(size_t bytes, uint64_t stamp) {
     return fail(Result::kInternalError, "rdma: commit of %zu bytes with %u slots acquired (slot %zu bytes)", bytes,
                 acquired_, slotBytes_);
   }
+  return post(RdmaSlotHeader{stamp, bytes, 0, 0, 0}, bytes);
+}
+
+bool RdmaSendConnection::canCommitFrom(size_t bytes, const MemRegion& reg) const {
+  return reg.id != 0 && hub_->regs != nullptr && bytes >= hub_->zeroCopyMin && bytes <= slotBytes_ &&
+         error_ == Result::kSuccess;
+}
+
+Result RdmaSendConnection::commitFrom(const void* src, size_t bytes, uint64_t stamp, const MemRegion& reg) {
+  if (error_ != Result::kSuccess) return failed();
+  if (acquired_ == 0 || bytes > slotBytes_) {
+    return fail(Result::kInternalError, "rdma: commitFrom of %zu bytes with %u slots acquired (slot %zu bytes)", bytes,
+                acquired_, slotBytes_);
+  }
+  ibv_mr* mr = hub_->regs == nullptr ? nullptr : hub_->regs->pin(hub_->pdFor(ep_->id->verbs), reg);
+  if (mr == nullptr) {  // not registrable: an ordinary message after all
+    memcpy(static_cast<uint8_t*>(ep_->slots.base) + (head_ % depth_) * stride_ + kRdmaSlotHeaderBytes, src, bytes);
+    return commit(bytes, stamp);
+  }
+  if (!announced_) {
+    MIXCCL_INFO(log::kNet, "NET/IB : lane %d to %s: zero-copy messages from registered buffers (%zu bytes and up)",
+                ep_->lane, hub_->describe(ep_->peer).c_str(), hub_->zeroCopyMin);
+    announced_ = true;
+  }
+  lent_.emplace_back(head_, mr);
+  return post(RdmaSlotHeader{stamp, bytes, reinterpret_cast<uintptr_t>(src), mr->rkey, kRdmaZeroCopy}, 0);
+}
+
+// Writes header `h` and `wireBytes` of payload from the oldest acquired slot into the receiver's
+// slot of the same index, with the message number as the immediate.
+Result RdmaSendConnection::post(const RdmaSlotHeader& h, size_t wireBytes) {
   const size_t index = head_ % depth_;
   auto* base = static_cast<uint8_t*>(ep_->slots.base) + index * stride_;
-  const uint64_t header[2] = {stamp, bytes};
-  memcpy(base, header, sizeof(header));
+  memcpy(base, &h, sizeof(h));
   ibv_sge sge{};
   sge.addr = reinterpret_cast<uintptr_t>(base);
-  sge.length = static_cast<uint32_t>(kRdmaSlotHeaderBytes + bytes);
+  sge.length = static_cast<uint32_t>(kRdmaSlotHeaderBytes + wireBytes);
   sge.lkey = ep_->slots.mr->lkey;
   ibv_send_wr wr{};
   ibv_send_wr* bad = nullptr;
@@ -144,11 +178,33 @@ Result RdmaSendConnection::commit(size_t bytes, uint64_t stamp) {
   return Result::kSuccess;
 }
 
+uint64_t RdmaSendConnection::released() const {
+  return __atomic_load_n(static_cast<uint64_t*>(ep_->credit.base), __ATOMIC_ACQUIRE);
+}
+
+// Zero-copy messages the receiver released have been read: their regions may go.
+void RdmaSendConnection::returnLent(uint64_t upTo) {
+  size_t n = 0;
+  while (n < lent_.size() && lent_[n].first < upTo) hub_->regs->unpin(lent_[n++].second);
+  lent_.erase(lent_.begin(), lent_.begin() + static_cast<std::ptrdiff_t>(n));
+}
+
 // A posted write has left this rank's hands: its bytes sit in a staging slot the transport owns,
 // never in the user's buffer, and the device sends them without this process (as the kernel does
 // for TCP). Waiting for its completion would add the link's round trip to every call.
+// A zero-copy message is different: the receiver reads the user's buffer, so the call returns
+// only once the receiver released it.
 Result RdmaSendConnection::flush() {
   if (error_ != Result::kSuccess) return failed();
+  if (!lent_.empty()) {
+    MIXCCL_TRY(ready());
+    MIXCCL_TRY(reap());
+    returnLent(released());
+    if (!lent_.empty()) {
+      ++hub_->polls;
+      return Result::kInProgress;
+    }
+  }
   if (head_ == completed_) return Result::kSuccess;
   return reap();
 }
@@ -158,7 +214,8 @@ RdmaRecvConnection::RdmaRecvConnection(std::shared_ptr<RdmaHub> hub, int peer, i
       peer_(peer),
       lane_(lane),
       depth_(static_cast<uint32_t>(hub_->ctx.fifoDepth)),
-      stride_(kRdmaSlotHeaderBytes + hub_->ctx.slotBytes) {
+      stride_(kRdmaSlotHeaderBytes + hub_->ctx.slotBytes),
+      fetch_(depth_) {
   const auto& peers = hub_->peers;
   if (peer >= 0 && peer < static_cast<int>(peers.size()) && peers[peer].hostHash == peers[hub_->ctx.rank].hostHash) {
     watch_.setPid(peers[peer].pid);
@@ -166,7 +223,10 @@ RdmaRecvConnection::RdmaRecvConnection(std::shared_ptr<RdmaHub> hub, int peer, i
 }
 
 RdmaRecvConnection::~RdmaRecvConnection() {
-  if (ep_ != nullptr) hub_->close(ep_);
+  if (ep_ != nullptr) hub_->close(ep_);  // first: no read may still land in a region unpinned below
+  for (const Fetch& f : fetch_) {
+    if (f.mr != nullptr) hub_->regs->unpin(f.mr);
+  }
 }
 
 Result RdmaRecvConnection::failed() {
@@ -219,6 +279,8 @@ Result RdmaRecvConnection::pump() {
         ep_->error = std::string("ibv_post_recv failed: ") + strerror(errno);
         break;
       }
+    } else if (wc[i].opcode == IBV_WC_RDMA_READ) {
+      fetch_[(wc[i].wr_id & ~kReadTag) % depth_].state = Fetch::State::kDone;
     } else {
       --creditsInFlight_;  // a credit write completed
     }
@@ -227,31 +289,105 @@ Result RdmaRecvConnection::pump() {
   return Result::kSuccess;
 }
 
+Result RdmaRecvConnection::header(uint64_t msg, RdmaSlotHeader* h) {
+  memcpy(h, static_cast<const uint8_t*>(ep_->slots.base) + (msg % depth_) * stride_, sizeof(*h));
+  if (h->bytes > stride_ - kRdmaSlotHeaderBytes) {
+    ep_->state = RdmaEndpoint::State::kFailed;
+    ep_->error = "a message claims " + std::to_string(h->bytes) + " bytes, more than a slot holds";
+    return failed();
+  }
+  return Result::kSuccess;
+}
+
 Result RdmaRecvConnection::peekAt(size_t ahead, const void** data, size_t* bytes, uint64_t* stamp) {
-  if (read_ + ahead >= filled_) {
+  const uint64_t msg = read_ + ahead;
+  if (msg >= filled_) {
     MIXCCL_TRY(pump());
-    if (read_ + ahead >= filled_) {
+    if (msg >= filled_) {
       // Complete messages are handed out before a failure is reported, as on TCP.
       if (ep_ != nullptr && ep_->state == RdmaEndpoint::State::kFailed) return failed();
       return Result::kInProgress;
     }
   }
-  const auto* base = static_cast<const uint8_t*>(ep_->slots.base) + ((read_ + ahead) % depth_) * stride_;
-  uint64_t header[2];
-  memcpy(header, base, sizeof(header));
-  if (header[1] > stride_ - kRdmaSlotHeaderBytes) {
+  RdmaSlotHeader h;
+  MIXCCL_TRY(header(msg, &h));
+  const uint8_t* payload =
+      static_cast<const uint8_t*>(ep_->slots.base) + (msg % depth_) * stride_ + kRdmaSlotHeaderBytes;
+  if ((h.flags & kRdmaZeroCopy) != 0 && h.bytes > 0) {
+    // The payload is still in the sender's buffer: read it into the slot, unless peekInto()
+    // already reads it elsewhere.
+    Fetch& f = fetch_[msg % depth_];
+    if (f.state == Fetch::State::kNone) {
+      MIXCCL_TRY(postRead(msg, h, const_cast<uint8_t*>(payload), ep_->slots.mr->lkey));
+      f.dst = const_cast<uint8_t*>(payload);
+    }
+    if (f.state == Fetch::State::kReading) MIXCCL_TRY(pump());
+    if (ep_->state == RdmaEndpoint::State::kFailed) return failed();
+    if (f.state != Fetch::State::kDone) return Result::kInProgress;
+    payload = static_cast<const uint8_t*>(f.dst);
+  }
+  *stamp = h.stamp;
+  *bytes = h.bytes;
+  *data = payload;
+  return Result::kSuccess;
+}
+
+Result RdmaRecvConnection::peekInto(void* dst, size_t want, uint64_t wantStamp, const MemRegion& reg, const void** data,
+                                    size_t* bytes, uint64_t* stamp) {
+  if (read_ >= filled_) MIXCCL_TRY(pump());  // decide before peekAt() would read it into the slot
+  if (read_ < filled_ && hub_->regs != nullptr) {
+    Fetch& f = fetch_[read_ % depth_];
+    RdmaSlotHeader h;
+    MIXCCL_TRY(header(read_, &h));
+    // Only the message this step expects goes straight to the user's buffer; anything else (a
+    // mismatch, a probe) is looked at in the slot.
+    if ((h.flags & kRdmaZeroCopy) != 0 && f.state == Fetch::State::kNone && h.stamp == wantStamp && h.bytes == want &&
+        want > 0) {
+      ibv_mr* mr = hub_->regs->pin(hub_->pdFor(ep_->id->verbs), reg);
+      if (mr != nullptr) {
+        if (!announced_) {
+          MIXCCL_INFO(log::kNet, "NET/IB : lane %d from %s: zero-copy messages land in registered buffers", lane_,
+                      hub_->describe(peer_).c_str());
+          announced_ = true;
+        }
+        f.mr = mr;
+        f.dst = dst;
+        MIXCCL_TRY(postRead(read_, h, dst, mr->lkey));
+      }
+    }
+  }
+  return peekAt(0, data, bytes, stamp);
+}
+
+Result RdmaRecvConnection::postRead(uint64_t msg, const RdmaSlotHeader& h, void* dst, uint32_t lkey) {
+  ibv_sge sge{};
+  sge.addr = reinterpret_cast<uintptr_t>(dst);
+  sge.length = static_cast<uint32_t>(h.bytes);
+  sge.lkey = lkey;
+  ibv_send_wr wr{};
+  ibv_send_wr* bad = nullptr;
+  wr.wr_id = kReadTag | msg;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_RDMA_READ;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.wr.rdma.remote_addr = h.srcAddr;
+  wr.wr.rdma.rkey = h.srcRkey;
+  if (ibv_post_send(ep_->id->qp, &wr, &bad) != 0) {
     ep_->state = RdmaEndpoint::State::kFailed;
-    ep_->error = "a message claims " + std::to_string(header[1]) + " bytes, more than a slot holds";
+    ep_->error = std::string("posting a read of a zero-copy message failed: ") + strerror(errno);
     return failed();
   }
-  *stamp = header[0];
-  *bytes = header[1];
-  *data = base + kRdmaSlotHeaderBytes;
+  fetch_[msg % depth_].state = Fetch::State::kReading;
   return Result::kSuccess;
 }
 
 Result RdmaRecvConnection::release() {
   if (read_ >= filled_) return fail(Result::kInternalError, "rdma: release without a message");
+  Fetch& f = fetch_[read_ % depth_];
+  if (f.state == Fetch::State::kReading) return fail(Result::kInternalError, "rdma: release of a message still read");
+  if (f.mr != nullptr) hub_->regs->unpin(f.mr);
+  f = Fetch{};
   ++read_;
   // The sender needs the newest count, not every one: with `depth` credit writes in flight the
   // next goes out when one completes (pump()), carrying every release before it.

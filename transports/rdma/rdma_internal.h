@@ -32,6 +32,7 @@
 
 #include "transports/peer_watch.h"
 #include "transports/rdma/rdma_lib.h"
+#include "transports/rdma/rdma_reg_cache.h"
 #include "transports/transport.h"
 
 namespace mixccl {
@@ -40,15 +41,26 @@ namespace mixccl {
 //   u32 magic, u32 version, u32 lane, u64 commHash, u8 secret[16], u32 src, u32 dst,
 //   u64 credit address, u32 credit rkey.
 constexpr uint32_t kRdmaConnectMagic = 0x5243584du;  // bytes "MXCR"
-constexpr uint32_t kRdmaVersion = 1;
+constexpr uint32_t kRdmaVersion = 2;                 // 2: zero-copy messages (the slot header's source fields)
 constexpr size_t kRdmaConnectBytes = 56;
 // Accept private data (receiver -> sender), 28 bytes:
 //   u32 magic, u32 depth, u32 slot stride, u32 slots rkey, u64 slots address, u32 reserved (0).
 constexpr uint32_t kRdmaAcceptMagic = 0x4143584du;  // bytes "MXCA"
 constexpr size_t kRdmaAcceptBytes = 28;
-// Each slot starts with this header: u64 stamp, u64 payload bytes, then padding, so the payload
-// the engine reads and writes is 64-byte aligned.
+// Each slot starts with this header: u64 stamp, u64 payload bytes, u64 source address, u32 source
+// rkey, u32 flags, then padding, so the payload the engine reads and writes is 64-byte aligned.
+// Flags kRdmaZeroCopy: only the header was written; the receiver reads the payload from the
+// sender's registered buffer (source address, rkey) and the sender keeps it until released.
 constexpr size_t kRdmaSlotHeaderBytes = 64;
+constexpr uint32_t kRdmaZeroCopy = 1;
+struct RdmaSlotHeader {
+  uint64_t stamp;
+  uint64_t bytes;
+  uint64_t srcAddr;
+  uint32_t srcRkey;
+  uint32_t flags;
+};
+static_assert(sizeof(RdmaSlotHeader) <= kRdmaSlotHeaderBytes);
 
 struct RdmaHello {
   uint32_t lane = 0;
@@ -134,6 +146,9 @@ struct RdmaHub {
   std::map<rdma_cm_id*, std::unique_ptr<RdmaEndpoint>> endpoints;
   std::vector<RdmaEndpoint*> parked;  // [src * kNumLanes + lane]: accepted, no receiver object yet
   uint64_t polls = 0;
+  // Zero-copy messages: registered user memory, and the smallest message sent that way.
+  std::unique_ptr<RdmaRegCache> regs;
+  size_t zeroCopyMin = 0;
 
   ~RdmaHub();
 
@@ -175,20 +190,28 @@ class RdmaSendConnection final : public SendConnection {
   Result commit(size_t bytes, uint64_t stamp) override;
   Result flush() override;
   size_t slotBytes() const override { return slotBytes_; }
+  bool canCommitFrom(size_t bytes, const MemRegion& reg) const override;
+  Result commitFrom(const void* src, size_t bytes, uint64_t stamp, const MemRegion& reg) override;
 
  private:
   Result ready();
   Result reap();
   Result failed();
+  Result post(const RdmaSlotHeader& h, size_t wireBytes);
+  uint64_t released() const;
+  void returnLent(uint64_t released);
 
   std::shared_ptr<RdmaHub> hub_;
   RdmaEndpoint* ep_;
   uint32_t depth_;
   size_t slotBytes_;
   size_t stride_;
-  uint64_t head_ = 0;                // messages committed
-  uint32_t acquired_ = 0;            // slots handed out and not committed yet
-  uint64_t completed_ = 0;           // writes the local completion queue confirmed
+  uint64_t head_ = 0;       // messages committed
+  uint32_t acquired_ = 0;   // slots handed out and not committed yet
+  uint64_t completed_ = 0;  // writes the local completion queue confirmed
+  // Zero-copy messages the receiver may still read: (message number, the region it reads from).
+  std::vector<std::pair<uint64_t, ibv_mr*>> lent_;
+  bool announced_ = false;           // the first zero-copy message was logged
   Result error_ = Result::kSuccess;  // sticky: the lane is unusable after a failure
   std::string errorText_;
 };
@@ -199,12 +222,22 @@ class RdmaRecvConnection final : public RecvConnection {
   ~RdmaRecvConnection() override;
 
   Result peekAt(size_t ahead, const void** data, size_t* bytes, uint64_t* stamp) override;
+  Result peekInto(void* dst, size_t want, uint64_t wantStamp, const MemRegion& reg, const void** data, size_t* bytes,
+                  uint64_t* stamp) override;
   Result release() override;
 
  private:
+  // Where the payload of a zero-copy message is read to, per slot.
+  struct Fetch {
+    enum class State : uint8_t { kNone, kReading, kDone } state = State::kNone;
+    void* dst = nullptr;   // the slot's payload, or the user's buffer
+    ibv_mr* mr = nullptr;  // the user's region (pinned), nullptr for the slot
+  };
   Result pump();
   Result postCredit();
   Result failed();
+  Result header(uint64_t msg, RdmaSlotHeader* h);
+  Result postRead(uint64_t msg, const RdmaSlotHeader& h, void* dst, uint32_t lkey);
 
   std::shared_ptr<RdmaHub> hub_;
   int peer_;
@@ -217,6 +250,8 @@ class RdmaRecvConnection final : public RecvConnection {
   uint64_t filled_ = 0;  // messages whose completion arrived
   uint64_t creditsInFlight_ = 0;
   bool creditOwed_ = false;          // releases the sender has not been told of yet
+  std::vector<Fetch> fetch_;         // [message % depth]
+  bool announced_ = false;           // the first zero-copy landing was logged
   Result error_ = Result::kSuccess;  // sticky: the lane is unusable after a failure
   std::string errorText_;
 };

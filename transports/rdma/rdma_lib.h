@@ -25,6 +25,7 @@ struct RdmaLib {
   const char* (*getDeviceName)(ibv_device* device);
   int (*queryPortCompat)(ibv_context* context, uint8_t port, _compat_ibv_port_attr* attr);
   int (*queryGid)(ibv_context* context, uint8_t port, int index, ibv_gid* gid);
+  int (*queryDevice)(ibv_context* context, ibv_device_attr* attr);
   ibv_pd* (*allocPd)(ibv_context* context);
   int (*deallocPd)(ibv_pd* pd);
   ibv_mr* (*regMr)(ibv_pd* pd, void* addr, size_t length, int access);

@@ -13,6 +13,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -136,6 +137,7 @@ Result RdmaRegion::make(ibv_pd* pd, size_t n, int access, const char* what) {
 
 RdmaHub::~RdmaHub() {
   while (!endpoints.empty()) close(endpoints.begin()->second.get());
+  regs.reset();  // its regions belong to the protection domains freed below
   for (RdmaDevice& d : devices) {
     if (d.pd != nullptr) rdma().deallocPd(d.pd);
     if (d.listener != nullptr) rdma().destroyId(d.listener);
@@ -190,15 +192,15 @@ RdmaEndpoint* RdmaHub::takeParked(int src, int lane) {
 
 Result RdmaHub::createQp(RdmaEndpoint* ep) {
   const int depth = ctx.fifoDepth;
-  // Sender: one signalled write per slot. Receiver: one receive per slot, and credit writes, of
-  // which the connection keeps at most `depth` in flight.
-  ep->cq = rdma().createCq(ep->id->verbs, 3 * depth + 8, nullptr, nullptr, 0);
+  // Sender: one signalled write per slot. Receiver: one receive per slot, credit writes (at most
+  // `depth` in flight) and reads of zero-copy messages (one per slot).
+  ep->cq = rdma().createCq(ep->id->verbs, 4 * depth + 8, nullptr, nullptr, 0);
   if (ep->cq == nullptr) return fail(Result::kSystemError, "rdma: ibv_create_cq failed: %s", strerror(errno));
   ibv_qp_init_attr attr{};
   attr.send_cq = ep->cq;
   attr.recv_cq = ep->cq;
   attr.qp_type = IBV_QPT_RC;
-  attr.cap.max_send_wr = static_cast<uint32_t>(depth) + 4;
+  attr.cap.max_send_wr = 2 * static_cast<uint32_t>(depth) + 4;
   attr.cap.max_recv_wr = static_cast<uint32_t>(depth) + 1;
   attr.cap.max_send_sge = 1;
   attr.cap.max_recv_sge = 1;
@@ -260,6 +262,12 @@ Result RdmaHub::setUpSender(RdmaEndpoint* ep) {
   param.private_data_len = sizeof(data);
   param.retry_count = 7;
   param.rnr_retry_count = 7;  // 7: retry forever (the receiver posts its receives before it accepts)
+  // The receiver reads zero-copy messages from this rank: as many in flight as it has slots, as
+  // far as the device allows.
+  ibv_device_attr attr{};
+  if (rdma().queryDevice(ep->id->verbs, &attr) == 0) {
+    param.responder_resources = static_cast<uint8_t>(std::min({ctx.fifoDepth, attr.max_qp_rd_atom, 255}));
+  }
   if (rdma().connect(ep->id, &param) != 0) {
     return fail(Result::kSystemError, "rdma: rdma_connect to %s failed: %s", describe(ep->peer).c_str(),
                 strerror(errno));
@@ -297,6 +305,9 @@ void RdmaHub::onConnectRequest(rdma_cm_event* ev) {
   RdmaEndpoint* raw = ep.get();
   endpoints[ev->id] = std::move(ep);
   const size_t stride = kRdmaSlotHeaderBytes + ctx.slotBytes;
+  // The kernel reports the sender's offer from this side's view: its responder resources arrive as
+  // the initiator depth this side may use.
+  const uint8_t offeredReads = ev->param.conn.initiator_depth;
   auto setUp = [&]() -> Result {
     MIXCCL_TRY(createQp(raw));
     ibv_pd* pd = pdFor(raw->id->verbs);
@@ -322,6 +333,11 @@ void RdmaHub::onConnectRequest(rdma_cm_event* ev) {
     param.private_data = data;
     param.private_data_len = sizeof(data);
     param.rnr_retry_count = 7;
+    // Reads of zero-copy messages in flight: what the sender offered, as far as this device allows.
+    ibv_device_attr attr{};
+    if (rdma().queryDevice(raw->id->verbs, &attr) == 0) {
+      param.initiator_depth = std::min(offeredReads, static_cast<uint8_t>(std::min(attr.max_qp_init_rd_atom, 255)));
+    }
     if (rdma().accept(raw->id, &param) != 0) {
       return fail(Result::kSystemError, "rdma: rdma_accept failed: %s", strerror(errno));
     }
@@ -432,7 +448,12 @@ namespace {
 
 class RdmaTransport final : public Transport {
  public:
-  explicit RdmaTransport(const TransportContext& ctx) : hub_(std::make_shared<RdmaHub>()) { hub_->ctx = ctx; }
+  explicit RdmaTransport(const TransportContext& ctx) : hub_(std::make_shared<RdmaHub>()) {
+    hub_->ctx = ctx;
+    hub_->regs = std::make_unique<RdmaRegCache>(
+        static_cast<size_t>(std::max<int64_t>(0, config::getInt(config::Knob::kIbRegCache))));
+    hub_->zeroCopyMin = static_cast<size_t>(std::max<int64_t>(1, config::getInt(config::Knob::kIbZcopyMin)));
+  }
 
   const char* name() const override { return "rdma"; }
 
@@ -504,6 +525,7 @@ class RdmaTransport final : public Transport {
   }
 
   Result progress() override { return hub_->poll(); }
+  void dropRegions(const std::vector<uint64_t>& ids) override { hub_->regs->drop(ids); }
 
  private:
   Result checkArgs(int peer, int lane) const {
