@@ -6,7 +6,9 @@
 #   1. ctest -L rdma: the transport conformance suite over RDMA and fault_trials --transport rdma;
 #   2. all_reduce, all_gather, reduce_scatter and alltoall perf tools at 2 and 4 processes with
 #      -c 1 over RDMA (NCCL_SHM_DISABLE=1 NCCL_NET=IB) on two soft-RoCE devices (rails): 0 wrong
-#      values, and the log must show every rank using both.
+#      values, and the log must show every rank using both;
+#   3. sendrecv, broadcast, all_gather and alltoall perf tools at 2 and 4 processes with registered
+#      buffers (-R 1) and -c 1: 0 wrong values, and the log must show zero-copy messages.
 # Outside the VM those tests skip (no device). Without the VM tool, or when the VM cannot boot, this
 # script prints why and exits 0 (CI then has no RDMA coverage, and says so); a failing check inside
 # the VM exits 1.

@@ -159,6 +159,11 @@ class Transport {
   // Registrations the user dropped (ncclCommDeregister, or the communicator's end): whatever the
   // transport keeps for them (RDMA: memory regions) goes now. Called by the progress engine.
   virtual void dropRegions(const std::vector<uint64_t>& ids) { (void)ids; }
+  // Before the engine naps (idle, at most 200 us): arms this transport's wake-ups and appends
+  // file descriptors that turn readable when something arrives (RDMA: its completion channels
+  // and connection manager events), so the nap ends early. The next calls drain them. Never
+  // blocks; a transport without such descriptors appends none.
+  virtual void armWait(std::vector<int>* fds) { (void)fds; }
 
   static constexpr size_t kMaxBlobBytes = 64;
 };

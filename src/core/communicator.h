@@ -121,6 +121,10 @@ class Communicator {
   UserRegions& regions() { return regions_; }
   // Passes registrations dropped since the last call on to the transports (engine thread).
   void dropStaleRegions();
+  // Descriptors that wake an idle wait early (Transport::armWait), appended to *fds.
+  void armWait(std::vector<int>* fds) {
+    for (TransportSlot& slot : transports_) slot.transport->armWait(fds);
+  }
 
   // Abort: every wait on this communicator returns promptly with an error; irreversible.
   void abort() { abort_.store(true, std::memory_order_release); }

@@ -2,6 +2,7 @@
 // SPDX-FileCopyrightText: 2026 The mixccl authors
 #include "src/core/executor.h"
 
+#include <poll.h>
 #include <sched.h>
 #include <time.h>
 
@@ -202,14 +203,16 @@ Result Stream::tryStep(Op& op, const algo::Step& s) {
   }
   void* dst = bufferAt(op, s.dst, s.dstOffset);
   const void* src = bufferAt(op, s.src, s.srcOffset);
-  // A plain send of this rank's own registered input may leave the payload where it is.
+  // A send of this rank's own registered input may leave the payload where it is (and a step
+  // that also keeps a copy in its output copies it there itself).
   MemRegion fromReg;
-  if (slot != nullptr && dst == nullptr && in == nullptr && s.src == algo::Buf::kInput && bytes > 0 &&
-      plainHostCopy(op, s) && !comm.regions().empty() && inputStaysIntact(op)) {
+  if (slot != nullptr && in == nullptr && s.src == algo::Buf::kInput && bytes > 0 && plainHostCopy(op, s) &&
+      !comm.regions().empty() && inputStaysIntact(op)) {
     fromReg = comm.regions().find(src, bytes);
     if (fromReg.id != 0 && !sconn->canCommitFrom(bytes, fromReg)) fromReg.id = 0;
   }
   if (fromReg.id != 0) {
+    if (dst != nullptr) MIXCCL_TRY(comm.backend()->copy(dst, src, bytes, nullptr));
     MIXCCL_TRY(sconn->commitFrom(src, bytes, op.stamp, fromReg));
     noteSend(sconn);
     return Result::kSuccess;
@@ -766,7 +769,8 @@ class Backoff {
   }
   void reset() { idle_ = 0; }
   // `deviceOnCores`: what this wait waits for runs on this host's cores; spinning would take them.
-  void idle(bool deviceOnCores) {
+  // A nap ends early when a transport of the streams' communicators signals news (armWait).
+  void idle(bool deviceOnCores, const std::vector<Stream>& streams) {
     ++idle_;
     const int64_t spins = deviceOnCores ? std::min<int64_t>(spins_, kDeviceSpins) : spins_;
     if (idle_ < spins) return;
@@ -775,13 +779,28 @@ class Backoff {
       return;
     }
     timespec ts{0, std::min<long>(200000, 1000L * (idle_ - spins - 999))};
-    nanosleep(&ts, nullptr);
+    fds_.clear();
+    Communicator* last = nullptr;
+    for (const Stream& s : streams) {
+      if (s.empty() || s.done() || s.comm() == last) continue;
+      last = s.comm();
+      last->armWait(&fds_);
+    }
+    if (fds_.empty()) {
+      nanosleep(&ts, nullptr);
+      return;
+    }
+    pfds_.resize(fds_.size());
+    for (size_t i = 0; i < fds_.size(); ++i) pfds_[i] = pollfd{fds_[i], POLLIN, 0};
+    (void)ppoll(pfds_.data(), pfds_.size(), &ts, nullptr);
   }
 
  private:
   static constexpr int64_t kDeviceSpins = 50;
   int64_t spins_;
   int64_t idle_ = 0;
+  std::vector<int> fds_;  // kept between naps: a nap allocates nothing once warm
+  std::vector<pollfd> pfds_;
 };
 
 Result checkFlags(const Stream& s) {
@@ -932,7 +951,7 @@ Result runStreams(std::vector<Stream>& streams) {
     }
     bool deviceOnCores = false;
     for (const Stream& s : streams) deviceOnCores = deviceOnCores || (!s.done() && s.waitsOnHostCoreDevice());
-    backoff.idle(deviceOnCores);
+    backoff.idle(deviceOnCores, streams);
     if ((++polls & 63) != 0) continue;
     // Every 64 idle polls: transport housekeeping (a TCP accept is a system call, too costly
     // for every poll; connections an operation uses are driven by its own steps) and the flags.

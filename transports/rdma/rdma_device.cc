@@ -128,8 +128,14 @@ Result openRdmaDevices(RdmaHub* hub, std::vector<uint8_t>* blob, std::string* wh
         d.listener = id;
         d.addr = *reinterpret_cast<const sockaddr_in*>(rdma_get_local_addr(id));
         d.pd = rdma().allocPd(id->verbs);
-        if (d.pd == nullptr) {
-          MIXCCL_WARN("rdma: ibv_alloc_pd on %s failed: %s; not using it", dev, strerror(errno));
+        d.completions = d.pd == nullptr ? nullptr : rdma().createCompChannel(id->verbs);
+        const int fl = d.completions == nullptr ? -1 : fcntl(d.completions->fd, F_GETFL);
+        if (d.pd == nullptr || d.completions == nullptr || fl < 0 ||
+            fcntl(d.completions->fd, F_SETFL, fl | O_NONBLOCK) != 0) {
+          MIXCCL_WARN("rdma: setting up %s failed (protection domain, completion channel): %s; not using it", dev,
+                      strerror(errno));
+          if (d.completions != nullptr) rdma().destroyCompChannel(d.completions);
+          if (d.pd != nullptr) rdma().deallocPd(d.pd);
         } else {
           keep = true;
           used += " [" + std::to_string(hub->devices.size()) + "]" + d.name + ":" + std::to_string(d.port) + "/" +

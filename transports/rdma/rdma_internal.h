@@ -120,6 +120,7 @@ struct RdmaDevice {
   int port = 0;
   ibv_context* verbs = nullptr;  // owned by rdma_cm (the listener's)
   ibv_pd* pd = nullptr;
+  ibv_comp_channel* completions = nullptr;  // non-blocking; every completion queue on this device reports here
   rdma_cm_id* listener = nullptr;
   sockaddr_in addr{};  // what the listener is bound to
 };
@@ -166,6 +167,12 @@ struct RdmaHub {
   // The rail of this rank's lanes with `peer`.
   size_t railTo(int peer) const { return rdmaRail(ctx.rank, peer, devices.size(), addrs[peer].size()); }
   ibv_pd* pdFor(const ibv_context* verbs) const;
+  // Idle waits (Transport::armWait): asks every completion queue to report its next completion
+  // on its device's channel, and lists the channels and the connection manager's descriptor.
+  void armWait(std::vector<int>* fds);
+  // Reads and acknowledges the completion events that woke a wait (ibv_destroy_cq waits for
+  // every event read to be acknowledged, so nothing is left unacknowledged).
+  void drainCompletionEvents();
 
  private:
   void onConnectRequest(rdma_cm_event* ev);

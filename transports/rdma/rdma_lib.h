@@ -31,6 +31,10 @@ struct RdmaLib {
   ibv_mr* (*regMr)(ibv_pd* pd, void* addr, size_t length, int access);
   int (*deregMr)(ibv_mr* mr);
   ibv_cq* (*createCq)(ibv_context* context, int cqe, void* cqContext, ibv_comp_channel* channel, int vector);
+  ibv_comp_channel* (*createCompChannel)(ibv_context* context);
+  int (*destroyCompChannel)(ibv_comp_channel* channel);
+  int (*getCqEvent)(ibv_comp_channel* channel, ibv_cq** cq, void** cqContext);
+  void (*ackCqEvents)(ibv_cq* cq, unsigned int n);
   int (*destroyCq)(ibv_cq* cq);
   const char* (*wcStatusStr)(ibv_wc_status status);
   // librdmacm

@@ -138,7 +138,9 @@ Result RdmaRegion::make(ibv_pd* pd, size_t n, int access, const char* what) {
 RdmaHub::~RdmaHub() {
   while (!endpoints.empty()) close(endpoints.begin()->second.get());
   regs.reset();  // its regions belong to the protection domains freed below
+  drainCompletionEvents();
   for (RdmaDevice& d : devices) {
+    if (d.completions != nullptr) rdma().destroyCompChannel(d.completions);
     if (d.pd != nullptr) rdma().deallocPd(d.pd);
     if (d.listener != nullptr) rdma().destroyId(d.listener);
   }
@@ -168,10 +170,33 @@ void RdmaHub::close(RdmaEndpoint* ep) {
     if (ep->state == RdmaEndpoint::State::kUp) rdma().disconnect(ep->id);
     rdma().destroyQp(ep->id);
   }
-  if (ep->cq != nullptr) rdma().destroyCq(ep->cq);
+  if (ep->cq != nullptr) {
+    drainCompletionEvents();
+    rdma().destroyCq(ep->cq);
+  }
   rdma_cm_id* id = ep->id;
   endpoints.erase(it);  // frees the registered memory (RdmaRegion) before the id goes
   rdma().destroyId(id);
+}
+
+void RdmaHub::drainCompletionEvents() {
+  for (const RdmaDevice& d : devices) {
+    ibv_cq* cq = nullptr;
+    void* context = nullptr;
+    while (d.completions != nullptr && rdma().getCqEvent(d.completions, &cq, &context) == 0) rdma().ackCqEvents(cq, 1);
+  }
+}
+
+void RdmaHub::armWait(std::vector<int>* fds) {
+  drainCompletionEvents();
+  for (const auto& [id, ep] : endpoints) {
+    // A queue that cannot be armed just does not wake the nap early; the nap is short.
+    if (ep->cq != nullptr) (void)ibv_req_notify_cq(ep->cq, 0);
+  }
+  for (const RdmaDevice& d : devices) {
+    if (d.completions != nullptr) fds->push_back(d.completions->fd);
+  }
+  if (channel != nullptr) fds->push_back(channel->fd);
 }
 
 ibv_pd* RdmaHub::pdFor(const ibv_context* verbs) const {
@@ -194,7 +219,11 @@ Result RdmaHub::createQp(RdmaEndpoint* ep) {
   const int depth = ctx.fifoDepth;
   // Sender: one signalled write per slot. Receiver: one receive per slot, credit writes (at most
   // `depth` in flight) and reads of zero-copy messages (one per slot).
-  ep->cq = rdma().createCq(ep->id->verbs, 4 * depth + 8, nullptr, nullptr, 0);
+  ibv_comp_channel* completions = nullptr;
+  for (const RdmaDevice& d : devices) {
+    if (d.verbs == ep->id->verbs) completions = d.completions;
+  }
+  ep->cq = rdma().createCq(ep->id->verbs, 4 * depth + 8, nullptr, completions, 0);
   if (ep->cq == nullptr) return fail(Result::kSystemError, "rdma: ibv_create_cq failed: %s", strerror(errno));
   ibv_qp_init_attr attr{};
   attr.send_cq = ep->cq;
@@ -524,7 +553,11 @@ class RdmaTransport final : public Transport {
     return Result::kSuccess;
   }
 
-  Result progress() override { return hub_->poll(); }
+  Result progress() override {
+    hub_->drainCompletionEvents();
+    return hub_->poll();
+  }
+  void armWait(std::vector<int>* fds) override { hub_->armWait(fds); }
   void dropRegions(const std::vector<uint64_t>& ids) override { hub_->regs->drop(ids); }
 
  private:

@@ -94,12 +94,12 @@ bool TcpSendConnection::lingerStep() {
 
 Result TcpSendConnection::lost(int err) {
   if (isUnreachableError(err)) {
-    error_ = fail(Result::kRemoteError, "tcp: %s, lane %d, while sending; the link or that host failed",
-                  unreachableText(hub_->describe(peer_), err).c_str(), lane_);
+    (void)setError(fail(Result::kRemoteError, "tcp: %s, lane %d, while sending; the link or that host failed",
+                        unreachableText(hub_->describe(peer_), err).c_str(), lane_));
   } else {
-    error_ = fail(Result::kRemoteError,
-                  "tcp: lane %d to %s lost while sending: %s (the peer process exited or the network failed)", lane_,
-                  hub_->describe(peer_).c_str(), strerror(err));
+    (void)setError(fail(Result::kRemoteError,
+                        "tcp: lane %d to %s lost while sending: %s (the peer process exited or the network failed)",
+                        lane_, hub_->describe(peer_).c_str(), strerror(err)));
   }
   return error_;
 }
@@ -134,16 +134,16 @@ Result TcpSendConnection::advanceConnect() {
       return Result::kInProgress;
     }
     if (isUnreachableError(err) && limit > 0) {
-      error_ = fail(Result::kRemoteError, "tcp: cannot connect lane %d: %s", lane_,
-                    unreachableText(hub_->describe(peer_), err).c_str());
+      (void)setError(fail(Result::kRemoteError, "tcp: cannot connect lane %d: %s", lane_,
+                          unreachableText(hub_->describe(peer_), err).c_str()));
     } else if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
-      error_ = fail(Result::kSystemError, "tcp: no socket for lane %d to %s: %s", lane_, hub_->describe(peer_).c_str(),
-                    strerror(err));
+      (void)setError(fail(Result::kSystemError, "tcp: no socket for lane %d to %s: %s", lane_,
+                          hub_->describe(peer_).c_str(), strerror(err)));
     } else {
-      error_ = fail(Result::kRemoteError,
-                    "tcp: connecting lane %d to %s failed: %s; is that rank alive and its address reachable from "
-                    "here (NCCL_SOCKET_IFNAME)?",
-                    lane_, hub_->describe(peer_).c_str(), strerror(err));
+      (void)setError(fail(Result::kRemoteError,
+                          "tcp: connecting lane %d to %s failed: %s; is that rank alive and its address reachable from "
+                          "here (NCCL_SOCKET_IFNAME)?",
+                          lane_, hub_->describe(peer_).c_str(), strerror(err)));
     }
     return error_;
   }
@@ -203,8 +203,18 @@ Result TcpSendConnection::push() {
   return Result::kSuccess;
 }
 
+// A failed lane reports its first failure again, with its message, on every later call: the
+// engine may first meet it inside a quiet scope (a probe's flush) that does not keep messages.
+Result TcpSendConnection::setError(Result code) {
+  error_ = code;
+  errorText_ = lastFailure();
+  return code;
+}
+
+Result TcpSendConnection::sticky() const { return fail(error_, "%s", errorText_.c_str()); }
+
 Result TcpSendConnection::acquire(void** slot) {
-  MIXCCL_TRY(error_);
+  if (error_ != Result::kSuccess) return sticky();
   const uint64_t next = head_ + acquired_;
   if (next - sent_ >= depth_) {
     MIXCCL_TRY(push());
@@ -216,7 +226,7 @@ Result TcpSendConnection::acquire(void** slot) {
 }
 
 Result TcpSendConnection::commit(size_t bytes, uint64_t stamp) {
-  MIXCCL_TRY(error_);
+  if (error_ != Result::kSuccess) return sticky();
   if (acquired_ == 0 || bytes > slotBytes_) {
     return fail(Result::kInternalError, "tcp: commit of %zu bytes to %s without a slot (or > %zu slot bytes)", bytes,
                 hub_->describe(peer_).c_str(), slotBytes_);
@@ -232,7 +242,7 @@ Result TcpSendConnection::commit(size_t bytes, uint64_t stamp) {
 }
 
 Result TcpSendConnection::flush() {
-  MIXCCL_TRY(error_);
+  if (error_ != Result::kSuccess) return sticky();
   if (sent_ == head_) return Result::kSuccess;  // nothing queued (the hello can wait for data)
   MIXCCL_TRY(push());
   return sent_ == head_ ? Result::kSuccess : Result::kInProgress;
@@ -270,6 +280,7 @@ void TcpRecvConnection::attach(Socket sock) { sock_ = std::move(sock); }
 
 Result TcpRecvConnection::failed(Result code) {
   error_ = code;
+  errorText_ = lastFailure();
   return code;
 }
 
@@ -374,9 +385,12 @@ Result TcpRecvConnection::peekAt(size_t ahead, const void** data, size_t* bytes,
     pumpedSinceRelease_ = true;
     // A failure is recorded in error_ and reported below only once the complete messages that
     // arrived before it have been consumed (an EOF right after the last frame loses nothing).
-    if (pump() != Result::kSuccess && error_ == Result::kSuccess) error_ = Result::kInternalError;
+    if (pump() != Result::kSuccess && error_ == Result::kSuccess) (void)failed(Result::kInternalError);
   }
-  if (filled_ <= want) return error_ != Result::kSuccess && filled_ == read_ ? error_ : Result::kInProgress;
+  if (filled_ <= want) {
+    if (error_ != Result::kSuccess && filled_ == read_) return fail(error_, "%s", errorText_.c_str());
+    return Result::kInProgress;
+  }
   uint32_t s = static_cast<uint32_t>(want % depth_);
   *data = slots_.get() + static_cast<size_t>(s) * slotBytes_;
   *bytes = sizes_[s];

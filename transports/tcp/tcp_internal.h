@@ -104,6 +104,8 @@ class TcpSendConnection final : public SendConnection {
   Result advanceConnect();
   Result push();
   Result lost(int err);
+  Result setError(Result code);
+  Result sticky() const;
   Result stalled();
 
   std::shared_ptr<TcpHub> hub_;
@@ -131,6 +133,7 @@ class TcpSendConnection final : public SendConnection {
   uint64_t sent_ = 0;                // messages fully written to the kernel
   size_t sentBytes_ = 0;             // bytes of message `sent_` (header + payload) already written
   Result error_ = Result::kSuccess;  // sticky: the lane is unusable after a failure
+  std::string errorText_;            // its message (setError)
 };
 
 class TcpRecvConnection final : public RecvConnection {
@@ -171,6 +174,7 @@ class TcpRecvConnection final : public RecvConnection {
   size_t headerGot_ = 0;
   bool pumpedSinceRelease_ = false;
   Result error_ = Result::kSuccess;  // sticky, reported once the complete messages are consumed
+  std::string errorText_;            // its message
 };
 
 }  // namespace mixccl
