@@ -6,7 +6,7 @@
 #   1. ctest -L rdma: the transport conformance suite over RDMA and fault_trials --transport rdma;
 #   2. all_reduce, all_gather, reduce_scatter and alltoall perf tools at 2 and 4 processes with
 #      -c 1 over RDMA (NCCL_SHM_DISABLE=1 NCCL_NET=IB) on two soft-RoCE devices (rails): 0 wrong
-#      values, and the log must show every rank using both;
+#      values, and the log must show every rank opening both and lanes up on each;
 #   3. sendrecv, broadcast, all_gather and alltoall perf tools at 2 and 4 processes with registered
 #      buffers (-R 1) and -c 1: 0 wrong values, and the log must show zero-copy messages.
 # Outside the VM those tests skip (no device). Without the VM tool, or when the VM cannot boot, this
@@ -77,6 +77,10 @@ if [[ "${RDMA_CHECK_INSIDE:-0}" == 1 ]]; then
       elif [[ $(grep -c "NET/IB : Using \[0\].*\[1\]rxe1" "$log") -ne $np ]]; then
         echo "rdma-check: FAILED: ${coll}_perf at $np processes: not every rank used RDMA on 2 rails"
         grep "NET/" "$log"; fails=1
+      elif ! grep -qE "lane [01] to rank [0-9]+ \(host [^,]*, 169\.254\.77\." "$log" ||
+        ! grep -qE "lane [01] to rank [0-9]+ \(host [^,]*, 169\.254\.78\." "$log"; then
+        echo "rdma-check: FAILED: ${coll}_perf at $np processes: the lanes did not use both rails"
+        grep "is up" "$log"; fails=1
       else
         echo "rdma-check: ${coll}_perf at $np processes over RDMA: 0 wrong values"
       fi

@@ -48,6 +48,13 @@ struct MemRegion {
   uint64_t id = 0;
 };
 
+// Where a received message may land without a copy (RecvConnection::peekInto).
+struct Landing {
+  void* dst = nullptr;
+  size_t bytes = 0;
+  MemRegion reg;
+};
+
 class SendConnection {
  public:
   virtual ~SendConnection() = default;
@@ -95,17 +102,19 @@ class RecvConnection {
   // message while the device still works on the previous one.
   virtual Result peekAt(size_t ahead, const void** data, size_t* bytes, uint64_t* stamp) = 0;
   Result peek(const void** data, size_t* bytes, uint64_t* stamp) { return peekAt(0, data, bytes, stamp); }
-  // peek(), offering `dst` (user memory in `reg`) as the place for the oldest message: a transport
-  // that can land a message of exactly `want` bytes with stamp `wantStamp` there without a copy
-  // on this side does so (RDMA: reads a zero-copy message straight from the sender's buffer) and
-  // returns *data == dst. Any other message is returned as peek() would. `dst` may be written
-  // before kSuccess; the caller owns it for this step anyway.
-  virtual Result peekInto(void* dst, size_t want, uint64_t wantStamp, const MemRegion& reg, const void** data,
-                          size_t* bytes, uint64_t* stamp) {
-    (void)dst;
-    (void)want;
+  // peek(), offering user memory as the place for the oldest message and the ones behind it:
+  // spots[i] is where message i places behind the oldest should land if it carries exactly
+  // spots[i].bytes with stamp `wantStamp`. A transport that can place such a message there
+  // without a copy on this side (RDMA: reads a zero-copy message straight from the sender's
+  // buffer) does so, stopping at the first message that does not match, and returns *data ==
+  // spots[0].dst for the oldest; any other message is returned as peek() would. The spots may be
+  // written before the steps that own them run: the caller offers only spots nothing reads or
+  // writes before then.
+  virtual Result peekInto(const Landing* spots, size_t n, uint64_t wantStamp, const void** data, size_t* bytes,
+                          uint64_t* stamp) {
+    (void)spots;
+    (void)n;
     (void)wantStamp;
-    (void)reg;
     return peek(data, bytes, stamp);
   }
   // Returns the slot of the oldest message not yet released to the sender.

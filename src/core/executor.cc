@@ -27,6 +27,7 @@ namespace {
 struct ExecutorScratch {
   std::vector<uint8_t> seen;                              // connectAll
   std::vector<std::tuple<Communicator*, int, int>> keys;  // partitionOps: (comm, kind, peer) of a stream
+  std::vector<std::pair<uintptr_t, uintptr_t>> touched;   // findLandings
 };
 
 char* bufferAt(const Op& op, algo::Buf buf, uint64_t offset) {
@@ -169,14 +170,14 @@ Result Stream::tryStep(Op& op, const algo::Step& s) {
     uint64_t stamp = 0;
     const size_t ahead = heldFrom(rconn);
     if (ahead == 0) {
-      // A registered destination may take the message straight from the peer's buffer.
-      Landing into;
-      if (bytes > 0 && s.dst != algo::Buf::kNone && plainHostCopy(op, s) && !comm.regions().empty()) {
-        into.dst = bufferAt(op, s.dst, s.dstOffset);
-        into.bytes = bytes;
-        into.reg = comm.regions().find(into.dst, bytes);
+      // Registered destinations may take this message, and the next ones from this peer,
+      // straight from the peer's buffer.
+      if (spotsOp_ != &op || spotsStep_ != stepIndex_) {
+        findLandings(op, s.recvPeer, &spots_);
+        spotsOp_ = &op;
+        spotsStep_ = stepIndex_;
       }
-      MIXCCL_TRY(peekData(op, rconn, s.recvPeer, &in, &got, &stamp, false, into.reg.id != 0 ? &into : nullptr));
+      MIXCCL_TRY(peekData(op, rconn, s.recvPeer, &in, &got, &stamp, false, spots_.empty() ? nullptr : &spots_));
     } else {
       MIXCCL_TRY(rconn->peekAt(ahead, &in, &got, &stamp));
       // A probe behind held messages cannot be released yet: wait until the steps holding them
@@ -255,6 +256,52 @@ Result Stream::tryStep(Op& op, const algo::Step& s) {
   }
   if (rconn != nullptr) MIXCCL_TRY(rconn->release());
   return Result::kSuccess;
+}
+
+// At most this many receives get a landing spot at once: the FIFO depth bounds how many messages
+// can have arrived anyway.
+constexpr size_t kMaxLandings = 8;
+
+void Stream::findLandings(Op& op, int peer, std::vector<Landing>* spots) const {
+  spots->clear();
+  Communicator& comm = *op.comm;
+  if (op.queue != nullptr || op.reduction || comm.regions().empty()) return;
+  const auto& steps = op.schedule->steps;
+  const size_t elem = dataTypeSize(op.dtype);
+  // Byte ranges the steps from the current one on read or write: a later receive may land early
+  // only where none of the steps before it looks.
+  auto& touched = PerThread<ExecutorScratch>::get().touched;
+  touched.clear();
+  auto touch = [&](algo::Buf b, uint64_t offset, uint64_t count) {
+    if (b == algo::Buf::kNone || count == 0) return;
+    const auto lo = reinterpret_cast<uintptr_t>(bufferAt(op, b, offset));
+    touched.emplace_back(lo, lo + count * elem);
+  };
+  auto clashes = [&](const void* p, size_t bytes) {
+    const auto lo = reinterpret_cast<uintptr_t>(p);
+    for (const auto& [a, b] : touched) {
+      if (lo < b && a < lo + bytes) return true;
+    }
+    return false;
+  };
+  for (size_t k = stepIndex_; k < steps.size() && spots->size() < kMaxLandings; ++k) {
+    const algo::Step& s = steps[k];
+    if (s.recvPeer == peer) {
+      const size_t bytes = s.count * elem;
+      if (s.sourceCount != 0 || s.dst == algo::Buf::kNone || bytes == 0) break;
+      void* dst = bufferAt(op, s.dst, s.dstOffset);
+      if (clashes(dst, bytes)) break;
+      const MemRegion reg = comm.regions().find(dst, bytes);
+      if (reg.id == 0) break;
+      spots->push_back(Landing{dst, bytes, reg});
+    }
+    touch(s.src, s.srcOffset, s.count);
+    touch(s.dst, s.dstOffset, s.count);
+    for (uint32_t i = 0; i < s.sourceCount; ++i) {
+      const algo::Operand& o = op.schedule->operands[s.sourceFirst + i];
+      touch(o.buf, o.offset, s.count);
+    }
+  }
 }
 
 // A root's closing token. The root does not wait for it (owed_tokens.h) and may have finished,
@@ -416,6 +463,7 @@ Result Stream::progress(bool* advanced) {
     if (op.lane == kLaneColl) op.comm->board().noteDone(op.seq);
     ++opIndex_;
     stepIndex_ = 0;
+    spotsOp_ = nullptr;
     connected_ = false;
     probeTargets_.clear();
     probesDone_ = false;
@@ -451,11 +499,11 @@ Result Stream::progress(bool* advanced) {
 // With `owedOnly`, stops (kSuccess, no message) once no closing token from `peer` is owed: what
 // follows on the lane is not this caller's business, nor is a lane the peer closed after it.
 Result Stream::peekData(Op& op, RecvConnection* rconn, int peer, const void** data, size_t* bytes, uint64_t* stamp,
-                        bool owedOnly, const Landing* into) {
+                        bool owedOnly, const std::vector<Landing>* spots) {
   for (;;) {
     if (owedOnly && !op.comm->owedTokens().from(peer)) return Result::kSuccess;
-    if (into != nullptr) {
-      MIXCCL_TRY(rconn->peekInto(into->dst, into->bytes, op.stamp, into->reg, data, bytes, stamp));
+    if (spots != nullptr) {
+      MIXCCL_TRY(rconn->peekInto(spots->data(), spots->size(), op.stamp, data, bytes, stamp));
     } else {
       MIXCCL_TRY(rconn->peek(data, bytes, stamp));
     }
@@ -856,6 +904,7 @@ constexpr std::chrono::milliseconds kOpenLanesAfter{1000};
 
 void Stream::reset() {
   ops_.clear();
+  spotsOp_ = nullptr;  // a later call's operation may live at the same address
   opIndex_ = 0;
   stepIndex_ = 0;
   finished_ = false;

@@ -81,15 +81,16 @@ class Stream {
   Result checkOldestFrom(Op& op, int peer);
   Result checkOwedWhileFlushing(Op& op);
   void openAllLanes(Op& op);
-  // Registered user memory where the current step's message may land without a copy
-  // (RecvConnection::peekInto).
-  struct Landing {
-    void* dst = nullptr;
-    size_t bytes = 0;
-    MemRegion reg;
-  };
+  // `spots`: registered user memory where the current step's message, and those of the next
+  // receives from the same peer, may land without a copy (RecvConnection::peekInto).
   Result peekData(Op& op, RecvConnection* rconn, int peer, const void** data, size_t* bytes, uint64_t* stamp,
-                  bool owedOnly = false, const Landing* into = nullptr);
+                  bool owedOnly = false, const std::vector<Landing>* spots = nullptr);
+  // Fills `spots` for the receive of step stepIndex_ from `peer` (empty: none may land in place).
+  void findLandings(Op& op, int peer, std::vector<Landing>* spots) const;
+  // Landing spots of step spotsStep_ of *spotsOp_ (recomputed when the step changes).
+  std::vector<Landing> spots_;
+  const Op* spotsOp_ = nullptr;
+  size_t spotsStep_ = 0;
   Result sendProbes(Op& op);
   std::vector<int> remainingPeers(const Op& op, bool tokenReceivers) const;
   void noteSend(SendConnection* c);

@@ -340,7 +340,8 @@ TEST_P(TransportTest, ZeroCopyMessagesLandInUserBuffersInOrder) {
     ASSERT_EQ(waitFor([&] {
                 MIXCCL_TRY(progress());
                 if (mode == 2) return recv->peek(&data, &got, &gotStamp);
-                return recv->peekInto(into, bytes, mode == 3 ? stamp + 1 : stamp, dstReg, &data, &got, &gotStamp);
+                const Landing spot{into, bytes, dstReg};
+                return recv->peekInto(&spot, 1, mode == 3 ? stamp + 1 : stamp, &data, &got, &gotStamp);
               }),
               Result::kSuccess)
         << lastError();
@@ -368,6 +369,87 @@ TEST_P(TransportTest, ZeroCopyMessagesLandInUserBuffersInOrder) {
   srcReg.id = 3;
   dstReg.id = 4;
   exchange(kMessages, 0);
+}
+
+// Several zero-copy messages in flight land in the spots offered for them, the ones behind the
+// oldest too (the reads overlap: one at a time would cost a round trip per message), in order.
+TEST_P(TransportTest, ZeroCopyMessagesInFlightLandAhead) {
+  const size_t slotBytes = 128 << 10;
+  const int depth = 4;
+  makeRanks(2, depth, slotBytes);
+  std::unique_ptr<SendConnection> send;
+  std::unique_ptr<RecvConnection> recv;
+  ASSERT_EQ(t(1).connectRecv(0, kLaneColl, &recv), Result::kSuccess) << lastError();
+  ASSERT_EQ(t(0).connectSend(1, kLaneColl, &send), Result::kSuccess) << lastError();
+  std::vector<uint8_t> src(depth * slotBytes), dst(depth * slotBytes, 0);
+  const MemRegion srcReg{src.data(), src.size(), 7}, dstReg{dst.data(), dst.size(), 8};
+  const bool zeroCopy = send->canCommitFrom(slotBytes, srcReg);
+  if (GetParam() == Kind::kRdma) {
+    ASSERT_TRUE(zeroCopy);
+  }
+  auto progress = [&] {
+    MIXCCL_TRY(t(0).progress());
+    return t(1).progress();
+  };
+  const uint64_t stamp = 0xabcdef;
+  std::vector<Landing> spots;
+  for (int m = 0; m < depth; ++m) {
+    uint8_t* from = src.data() + m * slotBytes;
+    fillPattern(from, slotBytes, 0, 1, kLaneColl, m);
+    spots.push_back(Landing{dst.data() + m * slotBytes, slotBytes, dstReg});
+    void* slot = nullptr;
+    ASSERT_EQ(waitFor([&] {
+                MIXCCL_TRY(progress());
+                return send->acquire(&slot);
+              }),
+              Result::kSuccess)
+        << lastError();
+    if (zeroCopy) {
+      ASSERT_EQ(send->commitFrom(from, slotBytes, stamp, srcReg), Result::kSuccess) << lastError();
+    } else {
+      memcpy(slot, from, slotBytes);
+      ASSERT_EQ(send->commit(slotBytes, stamp), Result::kSuccess) << lastError();
+    }
+  }
+  // Every message has been sent before the receiver looks: its first look offers all four spots.
+  for (int m = 0; m < depth; ++m) {
+    SCOPED_TRACE("message " + std::to_string(m));
+    const void* data = nullptr;
+    size_t got = 0;
+    uint64_t gotStamp = 0;
+    ASSERT_EQ(waitFor([&] {
+                MIXCCL_TRY(progress());
+                return recv->peekInto(spots.data() + m, spots.size() - m, stamp, &data, &got, &gotStamp);
+              }),
+              Result::kSuccess)
+        << lastError();
+    EXPECT_EQ(got, slotBytes);
+    EXPECT_EQ(data == spots[m].dst, zeroCopy);
+    EXPECT_TRUE(checkPattern(data, got, 0, 1, kLaneColl, m));
+    if (zeroCopy && m == 0) {
+      // The last message lands while the first is still held, as the engine keeps looking.
+      EXPECT_EQ(waitFor([&] {
+                  MIXCCL_TRY(progress());
+                  MIXCCL_TRY(recv->peekInto(spots.data(), spots.size(), stamp, &data, &got, &gotStamp));
+                  return checkPattern(spots[depth - 1].dst, slotBytes, 0, 1, kLaneColl, depth - 1)
+                             ? Result::kSuccess
+                             : Result::kInProgress;
+                }),
+                Result::kSuccess)
+          << "messages behind the oldest were not read ahead into their spots";
+    }
+    ASSERT_EQ(recv->release(), Result::kSuccess) << lastError();
+  }
+  ASSERT_EQ(waitFor([&] {
+              MIXCCL_TRY(progress());
+              const void* d = nullptr;
+              size_t b = 0;
+              uint64_t st = 0;
+              (void)recv->peekAt(0, &d, &b, &st);  // lets the receiver send its credits
+              return send->flush();
+            }),
+            Result::kSuccess)
+      << lastError();
 }
 
 // An idle engine naps with the descriptors armWait() lists (RDMA: completion channels): a message

@@ -332,29 +332,29 @@ Result RdmaRecvConnection::peekAt(size_t ahead, const void** data, size_t* bytes
   return Result::kSuccess;
 }
 
-Result RdmaRecvConnection::peekInto(void* dst, size_t want, uint64_t wantStamp, const MemRegion& reg, const void** data,
+// Only the messages the engine expects go straight to the user's buffers: each must be a
+// zero-copy message of the operation's stamp and the spot's size, and the first one that is not
+// (a mismatch, a probe, a closing token) ends the walk, so message read_ + i meets spot i.
+Result RdmaRecvConnection::peekInto(const Landing* spots, size_t n, uint64_t wantStamp, const void** data,
                                     size_t* bytes, uint64_t* stamp) {
   if (read_ >= filled_) MIXCCL_TRY(pump());  // decide before peekAt() would read it into the slot
-  if (read_ < filled_ && hub_->regs != nullptr) {
-    Fetch& f = fetch_[read_ % depth_];
+  for (size_t i = 0; i < n && read_ + i < filled_ && hub_->regs != nullptr; ++i) {
+    const uint64_t msg = read_ + i;
     RdmaSlotHeader h;
-    MIXCCL_TRY(header(read_, &h));
-    // Only the message this step expects goes straight to the user's buffer; anything else (a
-    // mismatch, a probe) is looked at in the slot.
-    if ((h.flags & kRdmaZeroCopy) != 0 && f.state == Fetch::State::kNone && h.stamp == wantStamp && h.bytes == want &&
-        want > 0) {
-      ibv_mr* mr = hub_->regs->pin(hub_->pdFor(ep_->id->verbs), reg);
-      if (mr != nullptr) {
-        if (!announced_) {
-          MIXCCL_INFO(log::kNet, "NET/IB : lane %d from %s: zero-copy messages land in registered buffers", lane_,
-                      hub_->describe(peer_).c_str());
-          announced_ = true;
-        }
-        f.mr = mr;
-        f.dst = dst;
-        MIXCCL_TRY(postRead(read_, h, dst, mr->lkey));
-      }
+    MIXCCL_TRY(header(msg, &h));
+    if ((h.flags & kRdmaZeroCopy) == 0 || h.stamp != wantStamp || h.bytes != spots[i].bytes || h.bytes == 0) break;
+    Fetch& f = fetch_[msg % depth_];
+    if (f.state != Fetch::State::kNone) continue;  // read already, or being read
+    ibv_mr* mr = hub_->regs->pin(hub_->pdFor(ep_->id->verbs), spots[i].reg);
+    if (mr == nullptr) break;
+    if (!announced_) {
+      MIXCCL_INFO(log::kNet, "NET/IB : lane %d from %s: zero-copy messages land in registered buffers", lane_,
+                  hub_->describe(peer_).c_str());
+      announced_ = true;
     }
+    f.mr = mr;
+    f.dst = spots[i].dst;
+    MIXCCL_TRY(postRead(msg, h, f.dst, mr->lkey));
   }
   return peekAt(0, data, bytes, stamp);
 }

@@ -131,11 +131,16 @@ struct RdmaDevice {
 constexpr size_t kRdmaBlobEntryBytes = 8;
 constexpr size_t kRdmaMaxRails = Transport::kMaxBlobBytes / kRdmaBlobEntryBytes;
 
-// The rail lane (a -> b) uses: both ends compute the same index, and lanes of different pairs
-// spread over the rails both ranks have.
+// The rail the lanes from rank a to rank b use, chosen by the sender (the receiver accepts on any
+// of its listeners): a's rank modulo the rails both have. So the two directions between a pair
+// use different rails (a full-duplex pair of ranks keeps two devices busy, not one), a ring's
+// sends alternate over the rails, and ranks of one host spread over its devices, as NCCL binds
+// each GPU to its nearest NIC. (Up to 2026-11-26 it was (a + b) mod rails: both directions of a
+// pair shared one rail.)
 inline size_t rdmaRail(int a, int b, size_t railsA, size_t railsB) {
+  (void)b;
   const size_t n = railsA < railsB ? railsA : railsB;
-  return n == 0 ? 0 : static_cast<size_t>(a + b) % n;
+  return n == 0 ? 0 : static_cast<size_t>(a) % n;
 }
 
 struct RdmaHub {
@@ -229,7 +234,7 @@ class RdmaRecvConnection final : public RecvConnection {
   ~RdmaRecvConnection() override;
 
   Result peekAt(size_t ahead, const void** data, size_t* bytes, uint64_t* stamp) override;
-  Result peekInto(void* dst, size_t want, uint64_t wantStamp, const MemRegion& reg, const void** data, size_t* bytes,
+  Result peekInto(const Landing* spots, size_t n, uint64_t wantStamp, const void** data, size_t* bytes,
                   uint64_t* stamp) override;
   Result release() override;
 
