@@ -26,6 +26,7 @@ enum class Knob : int {
   kIbDisable,     // NCCL_IB_DISABLE
   kIbGidIndex,    // NCCL_IB_GID_INDEX
   kNet,           // NCCL_NET (IB or Socket)
+  kIbTimeout,     // NCCL_IB_TIMEOUT (RDMA retransmission timeout exponent)
   kIbZcopyMin,    // MIXCCL_IB_ZCOPY_MIN (smallest zero-copy RDMA message)
   kIbRegCache,    // MIXCCL_IB_REG_CACHE (bytes of user memory kept registered)
   kTimeout,       // MIXCCL_TIMEOUT (seconds)

@@ -183,6 +183,7 @@ struct RdmaHub {
   void onConnectRequest(rdma_cm_event* ev);
   void onEvent(rdma_cm_event* ev);
   Result createQp(RdmaEndpoint* ep);
+  void setAckTimeout(rdma_cm_id* id) const;
   Result setUpSender(RdmaEndpoint* ep);
 };
 

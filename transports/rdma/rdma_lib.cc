@@ -43,26 +43,27 @@ void load() {
   RdmaLib& l = gLib;
   const char* v = "libibverbs";
   const char* r = "librdmacm";
-  gLoaded =
-      bind(verbs, v, "ibv_get_device_list", &l.getDeviceList) &&
-      bind(verbs, v, "ibv_free_device_list", &l.freeDeviceList) &&
-      bind(verbs, v, "ibv_get_device_name", &l.getDeviceName) && bind(verbs, v, "ibv_query_port", &l.queryPortCompat) &&
-      bind(verbs, v, "ibv_query_gid", &l.queryGid) && bind(verbs, v, "ibv_query_device", &l.queryDevice) &&
-      bind(verbs, v, "ibv_alloc_pd", &l.allocPd) && bind(verbs, v, "ibv_dealloc_pd", &l.deallocPd) &&
-      bind(verbs, v, "ibv_reg_mr", &l.regMr) && bind(verbs, v, "ibv_dereg_mr", &l.deregMr) &&
-      bind(verbs, v, "ibv_create_cq", &l.createCq) && bind(verbs, v, "ibv_create_comp_channel", &l.createCompChannel) &&
-      bind(verbs, v, "ibv_destroy_comp_channel", &l.destroyCompChannel) &&
-      bind(verbs, v, "ibv_get_cq_event", &l.getCqEvent) && bind(verbs, v, "ibv_ack_cq_events", &l.ackCqEvents) &&
-      bind(verbs, v, "ibv_destroy_cq", &l.destroyCq) && bind(verbs, v, "ibv_wc_status_str", &l.wcStatusStr) &&
-      bind(cm, r, "rdma_create_event_channel", &l.createEventChannel) &&
-      bind(cm, r, "rdma_destroy_event_channel", &l.destroyEventChannel) && bind(cm, r, "rdma_create_id", &l.createId) &&
-      bind(cm, r, "rdma_destroy_id", &l.destroyId) && bind(cm, r, "rdma_bind_addr", &l.bindAddr) &&
-      bind(cm, r, "rdma_listen", &l.listen) && bind(cm, r, "rdma_resolve_addr", &l.resolveAddr) &&
-      bind(cm, r, "rdma_resolve_route", &l.resolveRoute) && bind(cm, r, "rdma_connect", &l.connect) &&
-      bind(cm, r, "rdma_accept", &l.accept) && bind(cm, r, "rdma_reject", &l.reject) &&
-      bind(cm, r, "rdma_disconnect", &l.disconnect) && bind(cm, r, "rdma_get_cm_event", &l.getCmEvent) &&
-      bind(cm, r, "rdma_ack_cm_event", &l.ackCmEvent) && bind(cm, r, "rdma_create_qp", &l.createQp) &&
-      bind(cm, r, "rdma_destroy_qp", &l.destroyQp) && bind(cm, r, "rdma_event_str", &l.eventStr);
+  gLoaded = bind(verbs, v, "ibv_get_device_list", &l.getDeviceList) &&
+            bind(verbs, v, "ibv_free_device_list", &l.freeDeviceList) &&
+            bind(verbs, v, "ibv_get_device_name", &l.getDeviceName) &&
+            bind(verbs, v, "ibv_query_port", &l.queryPortCompat) && bind(verbs, v, "ibv_query_gid", &l.queryGid) &&
+            bind(verbs, v, "ibv_query_device", &l.queryDevice) && bind(verbs, v, "ibv_alloc_pd", &l.allocPd) &&
+            bind(verbs, v, "ibv_dealloc_pd", &l.deallocPd) && bind(verbs, v, "ibv_reg_mr", &l.regMr) &&
+            bind(verbs, v, "ibv_dereg_mr", &l.deregMr) && bind(verbs, v, "ibv_create_cq", &l.createCq) &&
+            bind(verbs, v, "ibv_create_comp_channel", &l.createCompChannel) &&
+            bind(verbs, v, "ibv_destroy_comp_channel", &l.destroyCompChannel) &&
+            bind(verbs, v, "ibv_get_cq_event", &l.getCqEvent) && bind(verbs, v, "ibv_ack_cq_events", &l.ackCqEvents) &&
+            bind(verbs, v, "ibv_destroy_cq", &l.destroyCq) && bind(verbs, v, "ibv_wc_status_str", &l.wcStatusStr) &&
+            bind(cm, r, "rdma_create_event_channel", &l.createEventChannel) &&
+            bind(cm, r, "rdma_destroy_event_channel", &l.destroyEventChannel) &&
+            bind(cm, r, "rdma_create_id", &l.createId) && bind(cm, r, "rdma_destroy_id", &l.destroyId) &&
+            bind(cm, r, "rdma_bind_addr", &l.bindAddr) && bind(cm, r, "rdma_listen", &l.listen) &&
+            bind(cm, r, "rdma_resolve_addr", &l.resolveAddr) && bind(cm, r, "rdma_resolve_route", &l.resolveRoute) &&
+            bind(cm, r, "rdma_connect", &l.connect) && bind(cm, r, "rdma_accept", &l.accept) &&
+            bind(cm, r, "rdma_reject", &l.reject) && bind(cm, r, "rdma_disconnect", &l.disconnect) &&
+            bind(cm, r, "rdma_set_option", &l.setOption) && bind(cm, r, "rdma_get_cm_event", &l.getCmEvent) &&
+            bind(cm, r, "rdma_ack_cm_event", &l.ackCmEvent) && bind(cm, r, "rdma_create_qp", &l.createQp) &&
+            bind(cm, r, "rdma_destroy_qp", &l.destroyQp) && bind(cm, r, "rdma_event_str", &l.eventStr);
 }
 
 }  // namespace

@@ -50,6 +50,7 @@ struct RdmaLib {
   int (*accept)(rdma_cm_id* id, rdma_conn_param* param);
   int (*reject)(rdma_cm_id* id, const void* privateData, uint8_t length);
   int (*disconnect)(rdma_cm_id* id);
+  int (*setOption)(rdma_cm_id* id, int level, int optname, void* optval, size_t optlen);
   int (*getCmEvent)(rdma_event_channel* channel, rdma_cm_event** event);
   int (*ackCmEvent)(rdma_cm_event* event);
   int (*createQp)(rdma_cm_id* id, ibv_pd* pd, ibv_qp_init_attr* attr);

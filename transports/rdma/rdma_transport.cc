@@ -245,11 +245,22 @@ Result RdmaHub::createQp(RdmaEndpoint* ep) {
   return Result::kSuccess;
 }
 
+// The queue pair's retransmission timeout (NCCL_IB_TIMEOUT), set before it is connected. Both
+// ends need it: the sender retransmits writes, the receiver its credits and reads. Where the
+// kernel lacks the option, its default stays (RoCE: about half a second).
+void RdmaHub::setAckTimeout(rdma_cm_id* id) const {
+  auto t = static_cast<uint8_t>(std::clamp<int64_t>(config::getInt(config::Knob::kIbTimeout), 1, 31));
+  if (rdma().setOption(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &t, sizeof(t)) != 0) {
+    MIXCCL_INFO(log::kNet, "NET/IB : cannot set the retransmission timeout (NCCL_IB_TIMEOUT): %s", strerror(errno));
+  }
+}
+
 Result RdmaHub::startConnect(int peer, int lane, RdmaEndpoint** out) {
   rdma_cm_id* id = nullptr;
   if (rdma().createId(channel, &id, nullptr, RDMA_PS_TCP) != 0) {
     return fail(Result::kSystemError, "rdma: rdma_create_id failed: %s", strerror(errno));
   }
+  setAckTimeout(id);
   auto ep = std::make_unique<RdmaEndpoint>();
   ep->sender = true;
   ep->peer = peer;
@@ -338,6 +349,7 @@ void RdmaHub::onConnectRequest(rdma_cm_event* ev) {
   // the initiator depth this side may use.
   const uint8_t offeredReads = ev->param.conn.initiator_depth;
   auto setUp = [&]() -> Result {
+    setAckTimeout(raw->id);
     MIXCCL_TRY(createQp(raw));
     ibv_pd* pd = pdFor(raw->id->verbs);
     MIXCCL_TRY(
