@@ -12,6 +12,7 @@ packages=(
   clang libclang-rt-14-dev
   libcli11-dev nlohmann-json3-dev openmpi-bin python3 gnuplot-nox
   pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo
+  python3-torch libtorch-dev python3-setuptools pybind11-dev python3-dev
 )
 source "$(dirname "$0")/apt-install.sh"
 apt_install_missing install-deps "${packages[@]}"

@@ -34,6 +34,7 @@ LAYERS = {
 PUBLIC_ONLY = {
     "perf": ["perf"],
     "examples": ["examples"],
+    "torch": ["torch"],  # the PyTorch backend: a client of nccl.h like any application
     "tests/abi": ["tests/abi"],
 }
 # Internal folders an include can name.

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: 2026 The mixccl authors
+"""DDP trains the same small MLP for 50 steps with the mixccl backend and with gloo, in one run:
+the losses must agree within float tolerance and, after training with mixccl, every rank must hold
+bitwise the same parameters. The group is made with an explicit TCPStore (not env://). Prints the
+median step time of each backend (small buckets, so gradient buckets overlap with backward).
+
+usage: ddp_test.py NPROCS
+"""
+import os
+import statistics
+import sys
+import time
+from datetime import timedelta
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+
+torch, dist, torch_mixccl = harness.import_or_skip()
+
+if not harness.is_rank():
+    harness.run_ranks(__file__, int(sys.argv[1]), timeout=240)
+
+from torch.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
+
+RANK = int(os.environ["RANK"])
+N = int(os.environ["WORLD_SIZE"])
+STEPS = 50
+torch.set_num_threads(1)
+
+store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), N, RANK == 0,
+                      timeout=timedelta(seconds=60))
+dist.init_process_group("mixccl", store=store, rank=RANK, world_size=N, timeout=timedelta(seconds=60))
+gloo = dist.new_group(backend="gloo")
+
+
+def train(group):
+    torch.manual_seed(1234 + RANK)  # different on each rank: DDP's initial broadcast must fix it
+    model = torch.nn.Sequential(torch.nn.Linear(32, 256), torch.nn.Tanh(), torch.nn.Linear(256, 256), torch.nn.Tanh(),
+                                torch.nn.Linear(256, 1))
+    ddp = DDP(model, process_group=group, bucket_cap_mb=0.1)  # several buckets
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9)
+    losses, times = [], []
+    for step in range(STEPS):
+        g = torch.Generator().manual_seed(1000 * step + RANK)
+        x = torch.randn(64, 32, generator=g)
+        y = torch.sin(x.sum(1, keepdim=True))
+        start = time.perf_counter()
+        loss = torch.nn.functional.mse_loss(ddp(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        times.append(time.perf_counter() - start)
+        losses.append(loss.item())
+    return torch.tensor(losses), torch.cat([p.detach().flatten() for p in model.parameters()]), times
+
+
+loss_m, params_m, times_m = train(dist.group.WORLD)
+loss_g, params_g, times_g = train(gloo)
+ok = True
+if not torch.allclose(loss_m, loss_g, rtol=1e-4, atol=1e-6):
+    print(f"[rank {RANK}] FAIL: losses differ, max |diff| {(loss_m - loss_g).abs().max():.3g}\n"
+          f"mixccl {loss_m[:5].tolist()}...\ngloo   {loss_g[:5].tolist()}...", flush=True)
+    ok = False
+if loss_m[-10:].mean() >= loss_m[:10].mean():
+    print(f"[rank {RANK}] FAIL: the loss did not fall: {loss_m.tolist()}", flush=True)
+    ok = False
+# Bitwise: every rank's parameters against rank 0's (moved over gloo, so mixccl cannot hide a bug).
+everyone = [torch.empty_like(params_m) for _ in range(N)]
+dist.all_gather(everyone, params_m, group=gloo)
+for r in range(N):
+    if not torch.equal(everyone[r].view(torch.int32), everyone[0].view(torch.int32)):
+        print(f"[rank {RANK}] FAIL: rank {r}'s parameters differ from rank 0's after mixccl training", flush=True)
+        ok = False
+if not torch.allclose(params_m, params_g, rtol=1e-3, atol=1e-5):
+    print(f"[rank {RANK}] FAIL: mixccl and gloo parameters differ by {(params_m - params_g).abs().max():.3g}")
+    ok = False
+skip = 5  # first steps include DDP's lazy set-up
+print(f"[rank {RANK}] {'ok' if ok else 'FAILED'}: loss {loss_m[0]:.4f} -> {loss_m[-1]:.4f} (gloo {loss_g[-1]:.4f}); "
+      f"median step mixccl {statistics.median(times_m[skip:]) * 1e3:.2f} ms, "
+      f"gloo {statistics.median(times_g[skip:]) * 1e3:.2f} ms", flush=True)
+dist.destroy_process_group()
+sys.exit(0 if ok else 1)

@@ -1,0 +1,338 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: 2026 The mixccl authors
+"""Every operation of the mixccl backend against gloo (same inputs, same run) and against a
+reference computed locally from every rank's inputs (each rank can regenerate them all), for the
+dtypes and operators gloo lacks. Integers must match exactly, floats within their dtype's tolerance.
+
+usage: ops_test.py NPROCS   (launches NPROCS ranks of itself; init through env://, as torchrun)
+"""
+import os
+import sys
+import traceback
+import zlib
+from datetime import timedelta
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+
+torch, dist, torch_mixccl = harness.import_or_skip()
+
+if not harness.is_rank():
+    harness.run_ranks(__file__, int(sys.argv[1]), timeout=240)
+
+RANK = int(os.environ["RANK"])
+N = int(os.environ["WORLD_SIZE"])
+FLOATS = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+INTS = (torch.int8, torch.uint8, torch.int32, torch.int64)
+failures = []
+
+
+def make(r, dtype, shape, tag, kind="any"):
+    """Rank r's input for check `tag`: the same on every rank that asks."""
+    g = torch.Generator().manual_seed(zlib.crc32(f"{tag}/{r}".encode()))  # hash() differs per process
+    if dtype == torch.bool:
+        return torch.randint(0, 2, shape, generator=g).bool()
+    if dtype.is_floating_point:
+        if kind == "prod":  # near 1, so products stay well scaled
+            return (torch.rand(shape, generator=g, dtype=torch.float64) + 0.5).to(dtype)
+        return torch.randn(shape, generator=g, dtype=torch.float64).to(dtype)
+    if dtype.is_complex:
+        return torch.randn(shape, generator=g, dtype=dtype)
+    lo, hi = (0, 4) if dtype == torch.uint8 else (-3, 4)
+    return torch.randint(lo, hi, shape, generator=g).to(dtype)
+
+
+def all_inputs(dtype, shape, tag, kind="any", ranks=None):
+    return [make(r, dtype, shape, tag, kind) for r in (range(N) if ranks is None else ranks)]
+
+
+def reduce_ref(tensors, op, dtype):
+    wide = torch.stack([t.to(torch.float64 if dtype.is_floating_point else torch.int64) for t in tensors])
+    if op == "sum":
+        out = wide.sum(0)
+    elif op == "prod":
+        out = wide.prod(0)
+    elif op == "min":
+        out = wide.min(0).values
+    elif op == "max":
+        out = wide.max(0).values
+    elif op == "avg":
+        out = wide.sum(0) / len(tensors)
+    return out.to(dtype)
+
+
+def same(got, want, what):
+    if got.dtype != want.dtype or got.shape != want.shape:
+        raise AssertionError(f"{what}: got {got.dtype}{list(got.shape)}, want {want.dtype}{list(want.shape)}")
+    if got.dtype.is_floating_point or got.dtype.is_complex:
+        tol = {torch.float16: 1e-2, torch.bfloat16: 5e-2}.get(got.dtype, 1e-5)
+        torch.testing.assert_close(got, want, rtol=tol, atol=tol, msg=lambda m: f"{what}: {m}")
+    elif not torch.equal(got, want):
+        raise AssertionError(f"{what}: got {got.flatten()[:8].tolist()}, want {want.flatten()[:8].tolist()}")
+
+
+def check(fn):
+    name = fn.__name__
+    try:
+        fn()
+    except Exception:
+        failures.append(name)
+        print(f"[rank {RANK}] FAILED {name}:\n{traceback.format_exc()}", flush=True)
+    return fn
+
+
+dist.init_process_group("mixccl", timeout=timedelta(seconds=float(os.environ.get("PG_TIMEOUT", "60"))))  # env://, as under torchrun
+gloo = dist.new_group(backend="gloo")
+assert dist.get_backend() == "mixccl", dist.get_backend()
+OPS = {"sum": dist.ReduceOp.SUM, "prod": dist.ReduceOp.PRODUCT, "min": dist.ReduceOp.MIN, "max": dist.ReduceOp.MAX}
+
+
+@check
+def all_reduce_ops_dtypes():
+    for dtype in FLOATS + INTS:
+        for name, op in OPS.items():
+            tag = f"ar-{dtype}-{name}"
+            mine = all_inputs(dtype, (1000,), tag, kind=name)
+            t = mine[RANK].clone()
+            dist.all_reduce(t, op=op)
+            same(t, reduce_ref(mine, name, dtype), tag)
+            if dtype in (torch.float32, torch.float64, torch.int32, torch.int64, torch.int8, torch.uint8):
+                ref = mine[RANK].clone()
+                dist.all_reduce(ref, op=op, group=gloo)
+                same(t, ref, tag + " vs gloo")
+
+
+@check
+def all_reduce_avg_and_premul_sum():
+    for dtype in FLOATS:
+        mine = all_inputs(dtype, (777,), f"avg-{dtype}")
+        t = mine[RANK].clone()
+        dist.all_reduce(t, op=dist.ReduceOp.AVG)
+        same(t, reduce_ref(mine, "avg", dtype), f"avg {dtype}")
+        ref = mine[RANK].clone()
+        if dtype in (torch.float32, torch.float64):
+            dist.all_reduce(ref, group=gloo)
+            same(t, ref / N, f"avg {dtype} vs gloo sum / n")
+        t = mine[RANK].clone()
+        dist.all_reduce(t, op=dist._make_nccl_premul_sum(2.5))
+        same(t, reduce_ref([x.double() * 2.5 for x in mine], "sum", torch.float64).to(dtype), f"premul_sum {dtype}")
+    # A factor given as a one-element tensor.
+    mine = all_inputs(torch.float32, (64,), "premul-tensor")
+    t = mine[RANK].clone()
+    dist.all_reduce(t, op=dist._make_nccl_premul_sum([torch.tensor([0.5])]))
+    same(t, reduce_ref(mine, "sum", torch.float32) * 0.5, "premul_sum tensor factor")
+
+
+@check
+def all_reduce_bool():
+    mine = all_inputs(torch.bool, (500,), "bool")
+    for name, want in (("sum", torch.stack(mine).any(0)), ("max", torch.stack(mine).any(0)),
+                       ("prod", torch.stack(mine).all(0)), ("min", torch.stack(mine).all(0))):
+        t = mine[RANK].clone()
+        dist.all_reduce(t, op=OPS[name])
+        same(t, want, f"bool {name}")
+
+
+@check
+def all_reduce_coalesced():
+    # torch 1.13 wants one dtype per call.
+    a = all_inputs(torch.float32, (300,), "coal-a")
+    b = all_inputs(torch.float32, (17, 3), "coal-b")
+    ts = [a[RANK].clone(), b[RANK].clone()]
+    dist.all_reduce_coalesced(ts, op=dist.ReduceOp.MAX)
+    same(ts[0], reduce_ref(a, "max", torch.float32), "coalesced a")
+    same(ts[1], reduce_ref(b, "max", torch.float32), "coalesced b")
+    refs = [a[RANK].clone(), b[RANK].clone()]
+    dist.all_reduce_coalesced(refs, op=dist.ReduceOp.MAX, group=gloo)
+    same(ts[0], refs[0], "coalesced a vs gloo")
+    same(ts[1], refs[1], "coalesced b vs gloo")
+
+
+@check
+def all_gather_list_and_tensor():
+    # int16 and complex64 have no mixccl type: they travel as bytes.
+    for dtype in (torch.float32, torch.int64, torch.int16, torch.complex64, torch.bool, torch.bfloat16):
+        mine = all_inputs(dtype, (5, 7), f"ag-{dtype}")
+        outs = [torch.empty(5, 7, dtype=dtype) for _ in range(N)]
+        dist.all_gather(outs, mine[RANK])
+        for r in range(N):
+            same(outs[r], mine[r], f"all_gather {dtype} from {r}")
+        flat = torch.empty(N * 5, 7, dtype=dtype)
+        dist.all_gather_into_tensor(flat, mine[RANK])
+        same(flat, torch.cat(mine), f"all_gather_into_tensor {dtype}")
+        if dtype in (torch.float32, torch.int64):
+            ref = [torch.empty(5, 7, dtype=dtype) for _ in range(N)]
+            dist.all_gather(ref, mine[RANK], group=gloo)
+            for r in range(N):
+                same(outs[r], ref[r], f"all_gather {dtype} vs gloo")
+
+
+@check
+def reduce_scatter_list_and_tensor():
+    # gloo has no reduce_scatter in torch 1.13: the local reference only.
+    for dtype, name in ((torch.float32, "sum"), (torch.int64, "max"), (torch.bfloat16, "sum")):
+        per = [all_inputs(dtype, (33,), f"rs-{dtype}-{p}") for p in range(N)]  # per[p][r]: r's block for p
+        out = torch.empty(33, dtype=dtype)
+        dist.reduce_scatter(out, [per[p][RANK] for p in range(N)], op=OPS[name])
+        same(out, reduce_ref(per[RANK], name, dtype), f"reduce_scatter {dtype}")
+        out2 = torch.empty(33, dtype=dtype)
+        dist.reduce_scatter_tensor(out2, torch.cat([per[p][RANK] for p in range(N)]), op=OPS[name])
+        same(out2, reduce_ref(per[RANK], name, dtype), f"reduce_scatter_tensor {dtype}")
+
+
+def splits(r, p):
+    return (r + 2 * p) % 3  # rows rank r sends to rank p; 0 happens
+
+
+@check
+def all_to_all_single_equal_and_uneven():
+    for dtype in (torch.float32, torch.int32, torch.int16):
+        mine = all_inputs(dtype, (N * 4, 3), f"a2a-{dtype}")
+        out = torch.empty(N * 4, 3, dtype=dtype)
+        dist.all_to_all_single(out, mine[RANK])
+        want = torch.cat([mine[p][RANK * 4:(RANK + 1) * 4] for p in range(N)])
+        same(out, want, f"all_to_all_single equal {dtype}")
+        if dtype != torch.int16:
+            ref = torch.empty_like(out)
+            dist.all_to_all_single(ref, mine[RANK], group=gloo)
+            same(out, ref, f"all_to_all_single equal {dtype} vs gloo")
+    # Uneven: rank r's input holds splits(r, p) rows for each p, in order.
+    rows = {r: [splits(r, p) for p in range(N)] for r in range(N)}
+    ins = [make(r, torch.float64, (sum(rows[r]), 5), "a2a-uneven") for r in range(N)]
+    in_splits = rows[RANK]
+    out_splits = [rows[p][RANK] for p in range(N)]
+    out = torch.empty(sum(out_splits), 5, dtype=torch.float64)
+    dist.all_to_all_single(out, ins[RANK], out_splits, in_splits)
+    want = torch.cat([ins[p][sum(rows[p][:RANK]):sum(rows[p][:RANK + 1])] for p in range(N)])
+    same(out, want, "all_to_all_single uneven")
+    ref = torch.empty_like(out)
+    dist.all_to_all_single(ref, ins[RANK], out_splits, in_splits, group=gloo)
+    same(out, ref, "all_to_all_single uneven vs gloo")
+
+
+@check
+def all_to_all_list():
+    ins = [make(RANK, torch.int64, (p + 1, 2), f"a2al-{p}") for p in range(N)]
+    outs = [torch.empty(RANK + 1, 2, dtype=torch.int64) for _ in range(N)]
+    dist.all_to_all(outs, ins)
+    for p in range(N):
+        same(outs[p], make(p, torch.int64, (RANK + 1, 2), f"a2al-{RANK}"), f"all_to_all list from {p}")
+
+
+@check
+def broadcast_reduce_gather_scatter_every_root():
+    for root in range(N):
+        mine = all_inputs(torch.float32, (2, 50), f"bc-{root}")
+        t = mine[RANK].clone()
+        dist.broadcast(t, src=root)
+        same(t, mine[root], f"broadcast root {root}")
+        ref = mine[RANK].clone()
+        dist.broadcast(ref, src=root, group=gloo)
+        same(t, ref, f"broadcast root {root} vs gloo")
+
+        ints = all_inputs(torch.int64, (40,), f"red-{root}")
+        t = ints[RANK].clone()
+        dist.reduce(t, dst=root)
+        if RANK == root:
+            same(t, reduce_ref(ints, "sum", torch.int64), f"reduce root {root}")
+            ref = ints[RANK].clone()
+        else:
+            ref = ints[RANK].clone()
+        dist.reduce(ref, dst=root, group=gloo)
+        if RANK == root:
+            same(t, ref, f"reduce root {root} vs gloo")
+
+        outs = [torch.empty(2, 50) for _ in range(N)] if RANK == root else None
+        dist.gather(mine[RANK], outs, dst=root)
+        if RANK == root:
+            for r in range(N):
+                same(outs[r], mine[r], f"gather root {root} from {r}")
+
+        chunks = [make(root, torch.int32, (9,), f"sc-{root}-{p}") for p in range(N)]
+        out = torch.empty(9, dtype=torch.int32)
+        dist.scatter(out, chunks if RANK == root else None, src=root)
+        same(out, chunks[RANK], f"scatter root {root}")
+        ref = torch.empty(9, dtype=torch.int32)
+        dist.scatter(ref, chunks if RANK == root else None, src=root, group=gloo)
+        same(out, ref, f"scatter root {root} vs gloo")
+
+
+@check
+def send_recv():
+    nxt, prv = (RANK + 1) % N, (RANK - 1) % N
+    # A ring of small messages, both queued before either is waited for.
+    t = make(RANK, torch.float32, (256,), "p2p")
+    got = torch.empty(256)
+    reqs = [dist.isend(t, nxt), dist.irecv(got, prv)]
+    for r in reqs:
+        r.wait()
+    same(got, make(prv, torch.float32, (256,), "p2p"), "isend/irecv ring")
+    # 4 MiB pairs, ordered so that neither side waits for the other (even ranks send first).
+    big = make(RANK, torch.float32, (1 << 20,), "p2p-big")
+    got = torch.empty(1 << 20)
+    if N % 2 == 0:
+        peer = RANK ^ 1
+        if RANK % 2 == 0:
+            dist.send(big, peer)
+            dist.recv(got, peer)
+        else:
+            dist.recv(got, peer)
+            dist.send(big, peer)
+        same(got, make(peer, torch.float32, (1 << 20,), "p2p-big"), "send/recv 4 MiB")
+
+
+@check
+def async_work_and_futures():
+    mine = [all_inputs(torch.float32, (4096,), f"async-{i}") for i in range(8)]
+    ts = [m[RANK].clone() for m in mine]
+    works = [dist.all_reduce(t, async_op=True) for t in ts]
+    fut = works[-1].get_future()
+    for w in works:
+        w.wait()
+        assert w.is_completed() and w.is_success()
+    for i, t in enumerate(ts):
+        same(t, reduce_ref(mine[i], "sum", torch.float32), f"async all_reduce {i}")
+    same(fut.wait()[0], ts[-1], "future value")
+    dist.barrier()
+
+
+@check
+def clear_errors():
+    def raises(fn, words, what):
+        try:
+            fn()
+        except RuntimeError as e:
+            if words not in str(e):
+                raise AssertionError(f"{what}: message lacks '{words}': {e}")
+            return
+        raise AssertionError(f"{what}: no exception")
+
+    raises(lambda: dist.all_reduce(torch.ones(4, 4).t()), "not contiguous", "non-contiguous")
+    raises(lambda: dist.all_reduce(torch.ones(4, dtype=torch.int16)), "cannot be reduced", "int16")
+    raises(lambda: dist.all_reduce(torch.ones(4, dtype=torch.int32), op=dist.ReduceOp.BAND), "bitwise", "BAND")
+    raises(lambda: dist.all_reduce(torch.ones(4, dtype=torch.bool), op=dist.ReduceOp.AVG), "bool", "bool AVG")
+    # The group still works after refused calls (they never reached the communicator).
+    t = torch.ones(3)
+    dist.all_reduce(t)
+    same(t, torch.full((3,), float(N)), "after errors")
+
+
+@check
+def new_group_subset():
+    members = list(range(1, N))  # size 1 at 2 ranks, 3 at 4
+    sub = dist.new_group(members)  # the default backend: mixccl
+    if RANK in members:
+        mine = all_inputs(torch.int64, (21,), "sub", ranks=members)
+        t = mine[members.index(RANK)].clone()
+        dist.all_reduce(t, group=sub)
+        same(t, reduce_ref(mine, "sum", torch.int64), "new_group all_reduce")
+        assert dist.get_world_size(sub) == len(members)
+    dist.barrier()
+
+
+dist.destroy_process_group()
+if failures:
+    print(f"[rank {RANK}] {len(failures)} checks failed: {failures}", flush=True)
+    sys.exit(1)
+print(f"[rank {RANK}] all checks passed", flush=True)

@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+#include "comm.h"
+
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+
+#include "types.h"
+
+namespace mixccl::torch_backend {
+namespace {
+
+std::exception_ptr makeError(const std::string& msg) {
+  try {
+    TORCH_CHECK(false, msg);
+  } catch (...) {
+    return std::current_exception();
+  }
+  return nullptr;
+}
+
+std::string messageOf(std::exception_ptr e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const c10::Error& err) {
+    return err.what_without_backtrace();
+  } catch (const std::exception& err) {
+    return err.what();
+  } catch (...) {
+    return "unknown exception";
+  }
+}
+
+}  // namespace
+
+Comm::Comm(ncclComm_t comm, int rank, int size) : comm_(comm), rank_(rank), size_(size) {
+  worker_ = std::thread([this] { workerLoop(); });
+  watchdog_ = std::thread([this] { watchdogLoop(); });
+}
+
+Comm::~Comm() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    flushP2PLocked();
+    stop_ = true;
+  }
+  workCv_.notify_all();
+  worker_.join();  // drains the queue; the watchdog still bounds each task
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    watchdogStop_ = true;
+  }
+  watchdogCv_.notify_all();
+  watchdog_.join();
+  // A healthy communicator is destroyed (peers still inside a last collective that already got
+  // everything from us finish normally); a failed one is aborted, which waits for nobody.
+  if (failure_.empty()) {
+    (void)ncclCommDestroy(comm_);
+  } else {
+    (void)ncclCommAbort(comm_);
+  }
+}
+
+void Comm::enqueue(Task task) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    flushP2PLocked();  // issue order: held sends and receives go first
+    queue_.push_back(std::move(task));
+  }
+  workCv_.notify_one();
+}
+
+void Comm::enqueueP2P(Task task) {
+  std::lock_guard<std::mutex> lock(mu_);
+  heldP2P_.push_back(std::move(task));
+}
+
+void Comm::flushP2P() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (heldP2P_.empty()) return;
+    flushP2PLocked();
+  }
+  workCv_.notify_one();
+}
+
+void Comm::flushP2PLocked() {
+  if (heldP2P_.empty()) return;
+  Task group{{}, nullptr, heldP2P_.front().timeout, heldP2P_.size() == 1 ? heldP2P_.front().name : "send/recv group"};
+  std::vector<std::function<void(ncclComm_t)>> runs;
+  for (auto& t : heldP2P_) {
+    group.works.insert(group.works.end(), t.works.begin(), t.works.end());
+    group.timeout = std::max(group.timeout, t.timeout);
+    runs.push_back(std::move(t.run));
+  }
+  heldP2P_.clear();
+  group.run = [runs = std::move(runs)](ncclComm_t c) {
+    MIXCCL_TORCH_CHECK_NCCL(ncclGroupStart(), "ncclGroupStart");
+    try {
+      for (const auto& run : runs) run(c);
+    } catch (...) {
+      (void)ncclGroupEnd();
+      throw;
+    }
+    MIXCCL_TORCH_CHECK_NCCL(ncclGroupEnd(), "ncclGroupEnd (send/recv)");
+  };
+  queue_.push_back(std::move(group));
+}
+
+void Comm::revoke(const std::string& why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  revokeLocked(why);
+}
+
+void Comm::revokeLocked(const std::string& why) {
+  if (failure_.empty()) failure_ = why;
+  if (revoked_) return;
+  revoked_ = true;
+  // Under mu_ on purpose: the worker cannot move on to the next task meanwhile, so the revoke hits
+  // the task that overran (or one that is failing anyway). The call only sets a flag.
+  (void)ncclCommRevoke(comm_, NCCL_REVOKE_DEFAULT);
+}
+
+std::string Comm::failure() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return failure_;
+}
+
+void Comm::workerLoop() {
+  for (;;) {
+    Task task;
+    std::string failedBefore;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      workCv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, nothing left
+      task = std::move(queue_.front());
+      queue_.pop_front();
+      failedBefore = failure_;
+      if (failedBefore.empty()) {
+        running_ = true;
+        runningName_ = task.name;
+        runningTimeout_ = task.timeout;
+        deadline_ = task.timeout.count() > 0 ? Clock::now() + task.timeout : Clock::time_point::max();
+      }
+    }
+    std::exception_ptr error;
+    if (!failedBefore.empty()) {
+      error = makeError("mixccl " + std::string(task.name) + " on rank " + std::to_string(rank_) + " of " +
+                        std::to_string(size_) + ": not run, the process group failed earlier: " + failedBefore);
+    } else {
+      watchdogCv_.notify_all();
+      try {
+        task.run(comm_);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      running_ = false;
+      if (error) {
+        std::string msg = messageOf(error);
+        if (!failure_.empty()) {
+          // Revoked for a reason the call itself cannot know (a timeout): lead with that reason.
+          error = makeError(failure_ + " (the call reported: " + msg + ")");
+        } else {
+          failure_ = msg;
+        }
+      }
+    }
+    for (auto& w : task.works) w->complete(error);
+  }
+}
+
+void Comm::watchdogLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!watchdogStop_) {
+    if (!running_ || revoked_ || deadline_ == Clock::time_point::max()) {
+      watchdogCv_.wait(lock);
+      continue;
+    }
+    if (Clock::now() < deadline_) {
+      watchdogCv_.wait_until(lock, deadline_);
+      continue;
+    }
+    // Still the same task (the worker clears running_ under mu_ before it takes the next one).
+    revokeLocked("mixccl " + runningName_ + " on rank " + std::to_string(rank_) + " of " + std::to_string(size_) +
+                 " timed out after " + std::to_string(runningTimeout_.count()) +
+                 " ms (the process group's timeout); the communicator was revoked");
+  }
+}
+
+}  // namespace mixccl::torch_backend
