@@ -16,7 +16,7 @@ mapfile -t all < <(cd tests/fuzz && ls fuzz_*.cc | sed 's/^fuzz_//; s/\.cc$//')
 read -r -a targets <<<"${FUZZ_TARGETS:-${all[*]}}"
 
 start=$(date +%s)
-cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
+cmake -S . -B "$BUILD_DIR" -G Ninja -DMIXCCL_BUILD_TORCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
   -DCMAKE_CXX_COMPILER=clang++ -DMIXCCL_FUZZ=ON -DMIXCCL_BUILD_TESTS=OFF -DMIXCCL_BUILD_PERF=OFF >/dev/null
 cmake --build "$BUILD_DIR" -j"$(nproc)" --target "${targets[@]/#/fuzz_}"
 echo "fuzz: built ${#targets[@]} targets in $(($(date +%s) - start)) s"

@@ -60,7 +60,7 @@ else
 fi
 
 BUILD_DIR=${BUILD_DIR:-build-$mode}
-cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-O1 -g1" \
+cmake -S . -B "$BUILD_DIR" -G Ninja -DMIXCCL_BUILD_TORCH=OFF -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-O1 -g1" \
   -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" -DMIXCCL_SANITIZE=$sanitize -DMIXCCL_BUILD_PERF=OFF \
   -DMIXCCL_FAULT_TRIALS=$fault_trials >/dev/null
 cmake --build "$BUILD_DIR" -j"$(nproc)" --target "${targets[@]}"
