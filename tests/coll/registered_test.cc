@@ -8,7 +8,6 @@
 // written by the call, so it must not be sent zero-copy), and deregistering then registering the
 // same memory again must keep working. Over shm and TCP registration changes nothing.
 
-#include <dirent.h>
 #include <gtest/gtest.h>
 #include <nccl.h>
 
@@ -19,6 +18,7 @@
 
 #include "common/config.h"
 #include "tests/support/rank_threads.h"
+#include "tests/support/rdma_device.h"
 
 namespace mixccl::testing {
 namespace {
@@ -34,15 +34,6 @@ std::string paramName(const ::testing::TestParamInfo<Param>& info) {
   return std::string(info.param.transport) + "_np" + std::to_string(info.param.nranks);
 }
 
-bool haveRdmaDevice() {
-  DIR* d = opendir("/sys/class/infiniband");
-  if (d == nullptr) return false;
-  bool any = false;
-  while (dirent* e = readdir(d)) any = any || e->d_name[0] != '.';
-  closedir(d);
-  return any;
-}
-
 // Exact in float for every rank and index used here (< 2^24).
 float valueOf(int rank, size_t i) { return static_cast<float>(rank * 1000003 + i); }
 
@@ -50,7 +41,7 @@ class RegisteredTest : public ::testing::TestWithParam<Param> {
  protected:
   void SetUp() override {
     const std::string t = GetParam().transport;
-    if (t == "rdma" && !haveRdmaDevice()) GTEST_SKIP() << "no RDMA device (scripts/rdma-check.sh runs these in a VM)";
+    if (t == "rdma" && !hasRdmaDevice()) GTEST_SKIP() << "no RDMA device (scripts/rdma-check.sh runs these in a VM)";
     setenv("NCCL_SHM_DISABLE", t == "shm" ? "0" : "1", 1);
     setenv("NCCL_NET", t == "rdma" ? "IB" : "Socket", 1);
     setenv("MIXCCL_CHUNK_SIZE", "131072", 1);  // zero-copy from 64 KiB (MIXCCL_IB_ZCOPY_MIN)

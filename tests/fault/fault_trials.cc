@@ -44,6 +44,7 @@
 #include <vector>
 
 #include "tests/support/private_shm.h"
+#include "tests/support/rdma_device.h"
 
 namespace {
 
@@ -422,15 +423,6 @@ struct Options {
 // CTest's SKIP_RETURN_CODE for this program (tests/fault/CMakeLists.txt).
 constexpr int kSkipped = 77;
 
-bool hasRdmaDevice() {
-  DIR* d = opendir("/sys/class/infiniband");
-  if (d == nullptr) return false;
-  bool any = false;
-  while (dirent* e = readdir(d)) any = any || e->d_name[0] != '.';
-  closedir(d);
-  return any;
-}
-
 bool parse(int argc, char** argv, Options* o) {
   o->seed = static_cast<uint64_t>(time(nullptr));
   for (int i = 1; i < argc; ++i) {
@@ -476,7 +468,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   setvbuf(stdout, nullptr, _IOLBF, 0);
-  if (o.transport == "rdma" && !hasRdmaDevice()) {
+  if (o.transport == "rdma" && !mixccl::testing::hasRdmaDevice()) {
     printf("fault_trials: skipped: no RDMA device on this machine (scripts/rdma-check.sh runs it in a soft-RoCE VM)\n");
     return kSkipped;
   }
