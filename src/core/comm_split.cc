@@ -75,7 +75,7 @@ Result shrinkCommunicator(Communicator* parent, const int* exclude, int excludeC
     if (!excluded[r]) survivors.push_back(r);
   }
   const int newRank = static_cast<int>(std::find(survivors.begin(), survivors.end(), me) - survivors.begin());
-  const uint32_t tag = kShrinkTag | static_cast<uint32_t>(parent->nextShrinkSeq() & 0xffff);
+  const uint32_t tag = kShrinkTag | static_cast<uint32_t>(parent->nextShrinkSeq(survivors) & 0xffff);
   uint8_t wire[UniqueIdData::kBytes];
   UniqueIdData id;
   if (newRank == 0) {

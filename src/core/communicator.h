@@ -151,8 +151,11 @@ class Communicator {
   // What this communicator's calls wait for (hang reports).
   WaitBoard& board() { return board_; }
   const WaitBoard& board() const { return board_; }
-  // Number of shrinks issued on this communicator (tags the child's id message).
-  uint32_t nextShrinkSeq() { return shrinkSeq_++; }
+  // How many shrinks to exactly these surviving parent ranks came before this one (tags the
+  // child's id message). Counted per member set, not per communicator: disjoint or overlapping
+  // sets may shrink in turn (torch's new_group makes each subgroup on its members only), and two
+  // members agree on how often their set shrank even when each also shrank with other sets.
+  uint32_t nextShrinkSeq(const std::vector<int>& survivors) { return shrinkSeq_[survivors]++; }
 
   // kSuccess when every rank's backend reduces `dtype` with `op` (the operator the user named:
   // Avg, PreMulSum for user-created ones); kInvalidUsage naming the ranks whose backend lacks it
@@ -235,7 +238,7 @@ class Communicator {
   const int32_t creatorPid_ = static_cast<int32_t>(getpid());
   uint64_t seq_ = 0;
   std::vector<uint64_t> sendSeq_, recvSeq_;  // per peer
-  uint32_t shrinkSeq_ = 0;
+  std::map<std::vector<int>, uint32_t> shrinkSeq_;
   OwedTokens owed_;
   WaitBoard board_;
   UserRegions regions_;

@@ -9,6 +9,9 @@
   fault_test.py timeout  2 ranks, group timeout 3 s; rank 1 arrives 10 s late. Rank 0 must raise
                          a "timed out" error after 3 s and before rank 1 arrives; rank 1 then
                          must raise too (its peer gave up) instead of hanging.
+  fault_test.py wait     2 ranks, group timeout 300 s; rank 1 arrives 10 s late. Rank 0's
+                         Work.wait(timeout=2 s) must raise after 2 s, and its next operation at
+                         once (the communicator was revoked); rank 1 must raise instead of hanging.
 """
 import os
 import signal
@@ -32,7 +35,7 @@ if not harness.is_rank():
     sys.exit(0 if codes == want else 1)
 
 RANK = int(os.environ["RANK"])
-timeout_s = 300 if MODE == "kill" else 3
+timeout_s = 3 if MODE == "timeout" else 300
 dist.init_process_group("mixccl", timeout=timedelta(seconds=timeout_s))
 t = torch.ones(1 << 18)
 
@@ -51,8 +54,37 @@ if MODE == "kill":
     print(f"[rank {RANK}] FAIL: no exception although rank 2 died", flush=True)
     sys.exit(1)
 
-# timeout
 dist.all_reduce(t)  # both ranks are up
+if MODE == "wait":
+    if RANK == 1:
+        time.sleep(10)
+        try:
+            dist.all_reduce(t)
+        except RuntimeError as e:
+            print(f"[rank 1] raised: {e}", flush=True)
+            sys.exit(0)
+        print("[rank 1] FAIL: no exception although rank 0 gave up", flush=True)
+        sys.exit(1)
+    work = dist.all_reduce(t, async_op=True)
+    start = time.monotonic()
+    try:
+        work.wait(timeout=timedelta(seconds=2))
+        print("[rank 0] FAIL: wait(timeout) returned although rank 1 was away", flush=True)
+        sys.exit(1)
+    except RuntimeError as e:
+        took = time.monotonic() - start
+        print(f"[rank 0] wait raised after {took:.1f} s: {e}", flush=True)
+        ok = 1.5 <= took < 8 and "expired" in str(e)
+    start = time.monotonic()
+    try:
+        dist.all_reduce(t)
+        ok = False
+    except RuntimeError as e:
+        print(f"[rank 0] the next all_reduce raised after {time.monotonic() - start:.1f} s: {e}", flush=True)
+        ok = ok and time.monotonic() - start < 1 and "revoked" in str(e)
+    sys.exit(0 if ok else 1)
+
+# timeout
 if RANK == 1:
     time.sleep(10)
 start = time.monotonic()

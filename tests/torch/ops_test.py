@@ -319,15 +319,54 @@ def clear_errors():
 
 
 @check
-def new_group_subset():
-    members = list(range(1, N))  # size 1 at 2 ranks, 3 at 4
-    sub = dist.new_group(members)  # the default backend: mixccl
-    if RANK in members:
-        mine = all_inputs(torch.int64, (21,), "sub", ranks=members)
-        t = mine[members.index(RANK)].clone()
-        dist.all_reduce(t, group=sub)
-        same(t, reduce_ref(mine, "sum", torch.int64), "new_group all_reduce")
-        assert dist.get_world_size(sub) == len(members)
+def integer_avg_truncates():
+    # NCCL's ncclAvg on integers: the sum divided by the rank count, rounded toward zero.
+    for dtype in (torch.int32, torch.int64):
+        mine = all_inputs(dtype, (301,), f"iavg-{dtype}")
+        t = mine[RANK].clone()
+        dist.all_reduce(t, op=dist.ReduceOp.AVG)
+        want = torch.div(reduce_ref(mine, "sum", torch.int64), N, rounding_mode="trunc").to(dtype)
+        same(t, want, f"avg {dtype}")
+
+
+def use_subgroup(sub, members, tag):
+    """all_reduce and broadcast on `sub` (ranks `members` of the world), checked on its members."""
+    if RANK not in members:
+        return
+    assert dist.get_world_size(sub) == len(members) and dist.get_rank(sub) == members.index(RANK), tag
+    mine = all_inputs(torch.int64, (21,), tag, ranks=members)
+    t = mine[members.index(RANK)].clone()
+    dist.all_reduce(t, group=sub)
+    same(t, reduce_ref(mine, "sum", torch.int64), f"{tag} all_reduce")
+    b = mine[members.index(RANK)].clone()
+    dist.broadcast(b, src=members[-1], group=sub)  # src is a world rank
+    same(b, mine[-1], f"{tag} broadcast")
+
+
+@check
+def new_group_of_every_rank_is_a_split():
+    sub = dist.new_group(list(range(N)))
+    assert sub.origin == "split", sub.origin
+    use_subgroup(sub, list(range(N)), "split")
+
+
+@check
+def new_groups_of_some_ranks_are_shrinks():
+    # Made in turn on their members only (torch 1.13 calls the creator on members alone), with
+    # overlapping and disjoint member sets: each is shrunk from the world's communicator.
+    sets = [[0], [1], [0]] if N == 2 else [[0, 1], [0, 2], [2, 3], [1, 2, 3], [0, 1]]
+    groups = []
+    for members in sets:
+        sub = dist.new_group(members)
+        if RANK in members:
+            assert sub.origin == "shrink", sub.origin
+        groups.append(sub)
+    # Used after all were made, newest first, and interleaved with the world.
+    for members, sub in reversed(list(zip(sets, groups))):
+        use_subgroup(sub, members, f"shrink {members}")
+        t = torch.ones(5)
+        dist.all_reduce(t)
+        same(t, torch.full((5,), float(N)), f"world after shrink {members}")
     dist.barrier()
 
 

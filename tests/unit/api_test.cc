@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <nccl.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <string>
@@ -259,6 +260,35 @@ TEST_F(ApiTest, ShrinkExcludesRanks) {
   });
 }
 
+// Subgroups made on their members only, in turn, as torch's new_group makes them: {0,1}, then
+// {0,2} (rank 0's second shrink, rank 2's first), then {2,3}, then {0,1} again. Counting shrinks
+// per communicator instead of per member set would leave rank 2 waiting for a message rank 0
+// tagged as its second.
+TEST_F(ApiTest, ShrinksToDifferentMemberSetsInTurn) {
+  constexpr int kRanks = 4;
+  const std::vector<std::vector<int>> sets = {{0, 1}, {0, 2}, {2, 3}, {0, 1}};
+  runRanks(kRanks, [&](int rank, ncclComm_t comm) {
+    for (const auto& members : sets) {
+      if (std::find(members.begin(), members.end(), rank) == members.end()) continue;
+      std::vector<int> exclude;
+      for (int r = 0; r < kRanks; ++r) {
+        if (std::find(members.begin(), members.end(), r) == members.end()) exclude.push_back(r);
+      }
+      ncclComm_t sub = nullptr;
+      ASSERT_EQ(
+          ncclCommShrink(comm, exclude.data(), static_cast<int>(exclude.size()), &sub, nullptr, NCCL_SHRINK_DEFAULT),
+          ncclSuccess)
+          << ncclGetLastError(comm);
+      int subRank = -1;
+      ASSERT_EQ(ncclCommUserRank(sub, &subRank), ncclSuccess);
+      EXPECT_EQ(subRank, rank == members[0] ? 0 : 1);
+      int x = rank, sum = 0;
+      ASSERT_EQ(ncclAllReduce(&x, &sum, 1, ncclInt32, ncclSum, sub, nullptr), ncclSuccess) << ncclGetLastError(sub);
+      EXPECT_EQ(sum, members[0] + members[1]);
+      EXPECT_EQ(ncclCommDestroy(sub), ncclSuccess);
+    }
+  });
+}
 TEST_F(ApiTest, CommIdFromEnvironment) {
   // A port free right now, not a fixed one: another job on the machine may hold any fixed port.
   SocketAddress probe;

@@ -21,6 +21,15 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
            py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout_ms"),
            // Joining the communicator blocks until every rank arrived: let other Python threads run.
            py::call_guard<py::gil_scoped_release>())
+      .def(py::init([](ProcessGroupMixccl& parent, const std::vector<int64_t>& members, int64_t timeoutMs) {
+             return c10::make_intrusive<ProcessGroupMixccl>(parent, members, std::chrono::milliseconds(timeoutMs));
+           }),
+           py::arg("parent"), py::arg("members"), py::arg("timeout_ms"),
+           // A subgroup of `parent` (ranks of the parent, sorted), split or shrunk from its
+           // communicator on the parent's worker; blocks until every member arrived.
+           py::call_guard<py::gil_scoped_release>())
+      .def_property_readonly("origin", &ProcessGroupMixccl::origin,
+                             "How the communicator was made: 'store', 'split' or 'shrink'")
       .def_property_readonly("timeout_ms", [](const ProcessGroupMixccl& pg) { return pg.timeout().count(); })
       .def("failure", &ProcessGroupMixccl::failure,
            "The first failure of the communicator (a dead peer, a timeout), '' while healthy");

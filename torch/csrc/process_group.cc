@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: 2026 The mixccl authors
-// The group's life cycle (unique id through the store, one communicator) and the queueing of
-// operations; point-to-point and barrier. The collectives are in collectives.cc.
+// The group's life cycle (unique id through the store, or split or shrink of a parent group; one
+// communicator) and the queueing of operations; point-to-point and barrier. The collectives are in
+// collectives.cc.
 #include "process_group.h"
 
 #include <c10/util/Exception.h>
@@ -14,7 +15,7 @@ namespace mixccl::torch_backend {
 
 ProcessGroupMixccl::ProcessGroupMixccl(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                                        std::chrono::milliseconds timeout)
-    : c10d::ProcessGroup(rank, size), timeout_(timeout) {
+    : c10d::ProcessGroup(rank, size), timeout_(timeout), origin_("store") {
   TORCH_CHECK(size >= 1 && rank >= 0 && rank < size, "mixccl: rank ", rank, " is outside a group of size ", size);
   // torch hands each group a store under its own prefix. A key per generation keeps a re-created
   // group (destroy, then init on the same store) from reading the previous id: every member takes
@@ -36,6 +37,57 @@ ProcessGroupMixccl::ProcessGroupMixccl(const c10::intrusive_ptr<c10d::Store>& st
   MIXCCL_TORCH_CHECK_NCCL(ncclCommInitRank(&comm, size, id, rank),
                           "ncclCommInitRank (rank " + std::to_string(rank) + " of " + std::to_string(size) + ")");
   comm_ = std::make_shared<Comm>(comm, rank, size);
+}
+
+namespace {
+
+int memberIndex(const std::vector<int64_t>& members, int parentRank, int parentSize) {
+  TORCH_CHECK(!members.empty() && static_cast<int64_t>(members.size()) <= parentSize,
+              "mixccl new_group: ", members.size(), " ranks for a subgroup of a group of ", parentSize);
+  int index = -1;
+  for (size_t i = 0; i < members.size(); ++i) {
+    TORCH_CHECK(members[i] >= 0 && members[i] < parentSize && (i == 0 || members[i] > members[i - 1]),
+                "mixccl new_group: the ranks must be sorted, distinct and below ", parentSize);
+    if (members[i] == parentRank) index = static_cast<int>(i);
+  }
+  TORCH_CHECK(index >= 0, "mixccl new_group: rank ", parentRank, " is not among the subgroup's ranks");
+  return index;
+}
+
+}  // namespace
+
+ProcessGroupMixccl::ProcessGroupMixccl(ProcessGroupMixccl& parent, const std::vector<int64_t>& members,
+                                       std::chrono::milliseconds timeout)
+    : c10d::ProcessGroup(memberIndex(members, parent.getRank(), parent.getSize()), static_cast<int>(members.size())),
+      timeout_(timeout),
+      origin_(static_cast<int>(members.size()) == parent.getSize() ? "split" : "shrink") {
+  const int parentRank = parent.getRank();
+  std::vector<int> exclude;
+  for (int r = 0, i = 0; r < parent.getSize(); ++r) {
+    if (i < static_cast<int>(members.size()) && members[i] == r) {
+      ++i;
+    } else {
+      exclude.push_back(r);
+    }
+  }
+  // Queued behind the parent's earlier operations, so every member makes it at the same point of
+  // the parent's call sequence; `child` is written by the worker before the Work completes.
+  ncclComm_t child = nullptr;
+  const bool split = origin_ == "split";
+  auto work = parent.enqueue(
+      c10d::OpType::UNKNOWN, split ? "new_group (ncclCommSplit)" : "new_group (ncclCommShrink)", {},
+      c10d::kUnsetTimeout, [&child, exclude, split, parentRank](ncclComm_t c) {
+        if (split) {
+          MIXCCL_TORCH_CHECK_NCCL(ncclCommSplit(c, 0, parentRank, &child, nullptr), "ncclCommSplit for new_group");
+        } else {
+          std::vector<int> ex = exclude;
+          MIXCCL_TORCH_CHECK_NCCL(
+              ncclCommShrink(c, ex.data(), static_cast<int>(ex.size()), &child, nullptr, NCCL_SHRINK_DEFAULT),
+              "ncclCommShrink for new_group");
+        }
+      });
+  work->wait();
+  comm_ = std::make_shared<Comm>(child, rank_, size_);
 }
 
 // Runs what is still queued, then ends the threads and the communicator (Comm's destructor).

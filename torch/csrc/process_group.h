@@ -4,14 +4,18 @@
 
 // ProcessGroupMixccl: torch.distributed's "mixccl" backend on host (CPU) tensors.
 //
-// Construction is collective over the group: rank 0 makes a mixccl unique id and publishes it in
-// the group's store, the others read it, then every rank joins one communicator. Each operation is
-// checked on the calling thread, queued, and run by the communicator's worker thread in issue order
-// (comm.h); it returns a WorkMixccl at once. Tensors must stay untouched until the Work completes.
+// Construction is collective over the group. A group of its own (the default group, or one under
+// another backend's world) meets through the store: rank 0 makes a mixccl unique id and publishes
+// it in the group's store, the others read it, then every rank joins one communicator. A subgroup
+// of a mixccl world is made from the world's communicator, queued on the world's worker in issue
+// order like any operation: with ncclCommSplit when it holds every rank, with ncclCommShrink
+// (excluding the others) when it holds fewer, because torch 1.13 calls a backend's creator only on
+// a new group's members and ncclCommSplit needs every rank of the parent, ncclCommShrink only the
+// ranks that stay.
 //
-// torch 1.13 calls a backend's creator only on the members of a new group (new_group), so the
-// group's communicator is made from a fresh unique id in the group's own store prefix rather than
-// with ncclCommSplit, which every rank of the parent would have to call.
+// Each operation is checked on the calling thread, queued, and run by the communicator's worker
+// thread in issue order (comm.h); it returns a WorkMixccl at once. Tensors must stay untouched
+// until the Work completes.
 
 #include <chrono>
 #include <memory>
@@ -26,12 +30,18 @@ class ProcessGroupMixccl : public c10d::ProcessGroup {
  public:
   ProcessGroupMixccl(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                      std::chrono::milliseconds timeout);
+  // A subgroup of `parent`: `members` are its ranks in `parent` (sorted, this rank among them);
+  // the new group's rank is this rank's index there.
+  ProcessGroupMixccl(ProcessGroupMixccl& parent, const std::vector<int64_t>& members,
+                     std::chrono::milliseconds timeout);
   ~ProcessGroupMixccl() override;
 
   const std::string getBackendName() const override { return "mixccl"; }
   std::chrono::milliseconds timeout() const { return timeout_; }
   // The first failure of the communicator (a dead peer, a timeout), empty while healthy.
   std::string failure() const { return comm_->failure(); }
+  // How the communicator was made: "store", "split" or "shrink".
+  const std::string& origin() const { return origin_; }
 
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
                                            const c10d::BroadcastOptions& opts = c10d::BroadcastOptions()) override;
@@ -74,6 +84,7 @@ class ProcessGroupMixccl : public c10d::ProcessGroup {
   void checkRank(int64_t rank, const char* what) const;
 
   std::chrono::milliseconds timeout_;
+  std::string origin_;
   std::shared_ptr<Comm> comm_;
 };
 

@@ -21,12 +21,21 @@ __all__ = ["ProcessGroupMixccl", "BACKEND", "nccl_version"]
 BACKEND = "mixccl"
 
 
-def _create(store, rank, size, timeout):
-    # torch 1.13 calls a backend's creator with (prefix store of the group, rank, size, timedelta).
-    if not isinstance(timeout, timedelta):
-        raise TypeError(f"mixccl: timeout must be a datetime.timedelta, got {type(timeout).__name__}")
-    return ProcessGroupMixccl(store, rank, size, int(timeout.total_seconds() * 1000))
+def _create(opts, pg_options=None):
+    # torch 1.13's extended creator API: opts carries the group's prefix store, rank, size, timeout
+    # and its ranks in the default group ([] while the default group itself is being made).
+    if pg_options is not None:
+        raise ValueError(f"mixccl: process groups take no pg_options, got {type(pg_options).__name__}")
+    if not isinstance(opts.timeout, timedelta):
+        raise TypeError(f"mixccl: timeout must be a datetime.timedelta, got {type(opts.timeout).__name__}")
+    timeout_ms = int(opts.timeout.total_seconds() * 1000)
+    members = list(opts.global_ranks_in_group)
+    world = dist.GroupMember.WORLD
+    if members and isinstance(world, ProcessGroupMixccl):
+        # A subgroup of a mixccl world: split or shrunk from the world's communicator.
+        return ProcessGroupMixccl(world, members, timeout_ms)
+    return ProcessGroupMixccl(opts.store, opts.group_rank, opts.group_size, timeout_ms)
 
 
 if not hasattr(dist.Backend, BACKEND.upper()):
-    dist.Backend.register_backend(BACKEND, _create)
+    dist.Backend.register_backend(BACKEND, _create, extended_api=True)
