@@ -354,7 +354,8 @@ def new_group_of_every_rank_is_a_split():
 def new_groups_of_some_ranks_are_shrinks():
     # Made in turn on their members only (torch 1.13 calls the creator on members alone), with
     # overlapping and disjoint member sets: each is shrunk from the world's communicator.
-    sets = [[0], [1], [0]] if N == 2 else [[0, 1], [0, 2], [2, 3], [1, 2, 3], [0, 1]]
+    sets = {2: [[0], [1], [0]], 3: [[0, 1], [0, 2], [1, 2], [2], [0, 1]]}.get(
+        N, [[0, 1], [0, 2], [2, 3], [1, 2, 3], [0, 1]])
     groups = []
     for members in sets:
         sub = dist.new_group(members)
