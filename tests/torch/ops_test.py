@@ -319,6 +319,42 @@ def clear_errors():
 
 
 @check
+def object_collectives_and_complex():
+    # torch builds these on all_gather/broadcast/gather/scatter of byte tensors, and complex sums
+    # on float views: what training scripts use for metadata and complex gradients.
+    out = [None] * N
+    dist.all_gather_object(out, {"rank": RANK, "pad": "x" * RANK})
+    assert out == [{"rank": r, "pad": "x" * r} for r in range(N)], out
+    objs = [("root", N - 1)] if RANK == N - 1 else [None]
+    dist.broadcast_object_list(objs, src=N - 1)
+    assert objs == [("root", N - 1)], objs
+    got = [None] * N if RANK == 0 else None
+    dist.gather_object(RANK * 10, got, dst=0)
+    assert RANK != 0 or got == [r * 10 for r in range(N)], got
+    one = [None]
+    dist.scatter_object_list(one, [f"to {r}" for r in range(N)] if RANK == 0 else None, src=0)
+    assert one == [f"to {RANK}"], one
+    mine = all_inputs(torch.complex64, (33,), "complex")
+    t = mine[RANK].clone()
+    dist.all_reduce(t)
+    same(t, torch.stack(mine).sum(0), "complex64 sum")
+
+
+@check
+def destroy_with_operations_in_flight():
+    # Fire-and-forget operations (Work and tensor dropped at once, as DDP drops its buckets'),
+    # then the group is destroyed from Python while they run: the destructor holds the GIL and
+    # joins the worker, which needs the GIL to drop the last reference to each tensor. Hung every
+    # time before the destructor let go of the GIL.
+    for _ in range(2):
+        sub = dist.new_group(list(range(N)))
+        for _ in range(4):
+            dist.all_reduce(torch.ones(1 << 20), group=sub)
+        dist.destroy_process_group(sub)
+        del sub
+
+
+@check
 def integer_avg_truncates():
     # NCCL's ncclAvg on integers: the sum divided by the rank count, rounded toward zero.
     for dtype in (torch.int32, torch.int64):

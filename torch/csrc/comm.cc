@@ -2,6 +2,7 @@
 // SPDX-FileCopyrightText: 2026 The mixccl authors
 #include "comm.h"
 
+#include <Python.h>
 #include <c10/util/Exception.h>
 
 #include <algorithm>
@@ -32,6 +33,24 @@ std::string messageOf(std::exception_ptr e) {
   }
 }
 
+// Lets go of the GIL for its lifetime when the calling thread holds it. The destructor is often
+// called from Python (a group's last reference dropped, destroy_process_group) with the GIL held,
+// and the worker it joins may need the GIL to finish: dropping the last reference to a tensor
+// whose Python object the tensor owns (a fire-and-forget operation whose Work and tensor Python
+// already dropped), or running a future's Python callback (DDP's comm hooks).
+class GilReleased {
+ public:
+  GilReleased() : state_(Py_IsInitialized() && PyGILState_Check() ? PyEval_SaveThread() : nullptr) {}
+  ~GilReleased() {
+    if (state_ != nullptr) PyEval_RestoreThread(state_);
+  }
+  GilReleased(const GilReleased&) = delete;
+  GilReleased& operator=(const GilReleased&) = delete;
+
+ private:
+  PyThreadState* state_;
+};
+
 }  // namespace
 
 Comm::Comm(ncclComm_t comm, int rank, int size) : comm_(comm), rank_(rank), size_(size) {
@@ -40,6 +59,7 @@ Comm::Comm(ncclComm_t comm, int rank, int size) : comm_(comm), rank_(rank), size
 }
 
 Comm::~Comm() {
+  GilReleased gil;
   {
     std::lock_guard<std::mutex> lock(mu_);
     flushP2PLocked();

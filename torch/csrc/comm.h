@@ -19,6 +19,8 @@
 //   call; the communicator is freed in the destructor, after both threads are joined.
 // - After the first failure (a dead peer's ncclRemoteError, a timeout, an abort) the communicator
 //   is unusable: every later task fails at once with that first message.
+// - The destructor joins the worker without the GIL (it lets go of it when called from Python):
+//   the worker takes the GIL to drop tensors Python let go of and to run futures' callbacks.
 // - Lock order: mu_ only; nothing calls mixccl while holding it except ncclCommRevoke, which does
 //   not block.
 
