@@ -3,7 +3,8 @@
 # SPDX-FileCopyrightText: 2026 The mixccl authors
 """DDP trains the same small MLP for 50 steps with the mixccl backend and with gloo, in one run:
 the losses must agree within float tolerance and, after training with mixccl, every rank must hold
-bitwise the same parameters. The group is made with an explicit TCPStore (not env://). Prints the
+bitwise the same parameters. Then 12 steps each with DDP's fp16 and PowerSGD communication hooks
+(PowerSGD's callbacks issue collectives and wait for them), and a Join over uneven inputs. The group is made with an explicit TCPStore (not env://). Prints the
 median step time of each backend (small buckets, so gradient buckets overlap with backward).
 
 usage: ddp_test.py NPROCS
@@ -35,14 +36,16 @@ dist.init_process_group("mixccl", store=store, rank=RANK, world_size=N, timeout=
 gloo = dist.new_group(backend="gloo")
 
 
-def train(group):
+def train(group, steps=STEPS, hook=None, hook_state=None):
     torch.manual_seed(1234 + RANK)  # different on each rank: DDP's initial broadcast must fix it
     model = torch.nn.Sequential(torch.nn.Linear(32, 256), torch.nn.Tanh(), torch.nn.Linear(256, 256), torch.nn.Tanh(),
                                 torch.nn.Linear(256, 1))
     ddp = DDP(model, process_group=group, bucket_cap_mb=0.1)  # several buckets
+    if hook is not None:
+        ddp.register_comm_hook(hook_state(group) if hook_state else group, hook)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9)
     losses, times = [], []
-    for step in range(STEPS):
+    for step in range(steps):
         g = torch.Generator().manual_seed(1000 * step + RANK)
         x = torch.randn(64, 32, generator=g)
         y = torch.sin(x.sum(1, keepdim=True))
@@ -76,6 +79,30 @@ for r in range(N):
 if not torch.allclose(params_m, params_g, rtol=1e-3, atol=1e-5):
     print(f"[rank {RANK}] FAIL: mixccl and gloo parameters differ by {(params_m - params_g).abs().max():.3g}")
     ok = False
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks, powerSGD_hook  # noqa: E402
+from torch.distributed.algorithms.join import Join  # noqa: E402
+
+
+def powersgd_state(group):
+    return powerSGD_hook.PowerSGDState(process_group=group, matrix_approximation_rank=2, start_powerSGD_iter=3)
+
+
+for name, hook, state in (("fp16", default_hooks.fp16_compress_hook, None),
+                          ("PowerSGD", powerSGD_hook.powerSGD_hook, powersgd_state)):
+    loss_hm = train(dist.group.WORLD, 12, hook, state)[0]
+    loss_hg = train(gloo, 12, hook, state)[0]
+    if not torch.allclose(loss_hm, loss_hg, rtol=1e-3, atol=1e-5):
+        print(f"[rank {RANK}] FAIL: {name} hook: losses differ from gloo's\nmixccl {loss_hm.tolist()}\n"
+              f"gloo   {loss_hg.tolist()}", flush=True)
+        ok = False
+
+# Join: ranks run different numbers of steps; the ranks that finish early shadow the others'
+# all-reduces until everyone is done.
+joined = DDP(torch.nn.Linear(8, 1))
+with Join([joined]):
+    for _ in range(4 + 3 * RANK):
+        joined(torch.randn(4, 8)).sum().backward()
+
 skip = 5  # first steps include DDP's lazy set-up
 print(f"[rank {RANK}] {'ok' if ok else 'FAILED'}: loss {loss_m[0]:.4f} -> {loss_m[-1]:.4f} (gloo {loss_g[-1]:.4f}); "
       f"median step mixccl {statistics.median(times_m[skip:]) * 1e3:.2f} ms, "

@@ -62,7 +62,7 @@ Comm::~Comm() {
   GilReleased gil;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    flushP2PLocked();
+    if (auto group = takeHeldP2PLocked()) queue_.push_back(std::move(*group));
     stop_ = true;
   }
   workCv_.notify_all();
@@ -82,10 +82,20 @@ Comm::~Comm() {
   }
 }
 
+bool Comm::onWorker() const { return std::this_thread::get_id() == worker_.get_id(); }
+
 void Comm::enqueue(Task task) {
+  if (onWorker()) {
+    // Issued by a future's callback, which the worker runs when it completes a task. Run it now,
+    // right after that task on every rank: the callback may wait for it (DDP's PowerSGD hook
+    // does), and only this thread could run it.
+    flushP2P();  // issue order: held sends and receives go first
+    runTask(task);
+    return;
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    flushP2PLocked();  // issue order: held sends and receives go first
+    if (auto group = takeHeldP2PLocked()) queue_.push_back(std::move(*group));  // issue order
     queue_.push_back(std::move(task));
   }
   workCv_.notify_one();
@@ -97,16 +107,39 @@ void Comm::enqueueP2P(Task task) {
 }
 
 void Comm::flushP2P() {
+  std::optional<Task> group;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (heldP2P_.empty()) return;
-    flushP2PLocked();
+    group = takeHeldP2PLocked();
+    if (!group) return;
+    if (!onWorker()) {
+      queue_.push_back(std::move(*group));
+      group.reset();
+    }
   }
-  workCv_.notify_one();
+  if (group) {
+    runTask(*group);  // from a callback on the worker: as enqueue()
+  } else {
+    workCv_.notify_one();
+  }
 }
 
-void Comm::flushP2PLocked() {
-  if (heldP2P_.empty()) return;
+void Comm::runQueuedUntil(const std::function<bool()>& done) {
+  flushP2P();
+  while (!done()) {
+    Task task;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (queue_.empty()) break;
+      task = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    runTask(task);
+  }
+}
+
+std::optional<Comm::Task> Comm::takeHeldP2PLocked() {
+  if (heldP2P_.empty()) return std::nullopt;
   Task group{{}, nullptr, heldP2P_.front().timeout, heldP2P_.size() == 1 ? heldP2P_.front().name : "send/recv group"};
   std::vector<std::function<void(ncclComm_t)>> runs;
   for (auto& t : heldP2P_) {
@@ -125,7 +158,7 @@ void Comm::flushP2PLocked() {
     }
     MIXCCL_TORCH_CHECK_NCCL(ncclGroupEnd(), "ncclGroupEnd (send/recv)");
   };
-  queue_.push_back(std::move(group));
+  return group;
 }
 
 void Comm::revoke(const std::string& why) {
@@ -150,46 +183,56 @@ std::string Comm::failure() {
 void Comm::workerLoop() {
   for (;;) {
     Task task;
-    std::string failedBefore;
     {
       std::unique_lock<std::mutex> lock(mu_);
       workCv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
       if (queue_.empty()) return;  // stopping, nothing left
       task = std::move(queue_.front());
       queue_.pop_front();
-      failedBefore = failure_;
-      if (failedBefore.empty()) {
-        running_ = true;
-        runningName_ = task.name;
-        runningTimeout_ = task.timeout;
-        deadline_ = task.timeout.count() > 0 ? Clock::now() + task.timeout : Clock::time_point::max();
-      }
     }
-    std::exception_ptr error;
-    if (!failedBefore.empty()) {
-      error = makeError("mixccl " + std::string(task.name) + " on rank " + std::to_string(rank_) + " of " +
-                        std::to_string(size_) + ": not run, the process group failed earlier: " + failedBefore);
-    } else {
-      watchdogCv_.notify_all();
-      try {
-        task.run(comm_);
-      } catch (...) {
-        error = std::current_exception();
-      }
-      std::lock_guard<std::mutex> lock(mu_);
-      running_ = false;
-      if (error) {
-        std::string msg = messageOf(error);
-        if (!failure_.empty()) {
-          // Revoked for a reason the call itself cannot know (a timeout): lead with that reason.
-          error = makeError(failure_ + " (the call reported: " + msg + ")");
-        } else {
-          failure_ = msg;
-        }
-      }
-    }
-    for (auto& w : task.works) w->complete(error);
+    runTask(task);
   }
+}
+
+// Worker thread only. Completing the works runs their futures' callbacks here; a callback that
+// issues an operation runs it through enqueue(), which comes back here (nested, bounded by the
+// callbacks' own nesting).
+void Comm::runTask(Task& task) {
+  std::string failedBefore;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    failedBefore = failure_;
+    if (failedBefore.empty()) {
+      running_ = true;
+      runningName_ = task.name;
+      runningTimeout_ = task.timeout;
+      deadline_ = task.timeout.count() > 0 ? Clock::now() + task.timeout : Clock::time_point::max();
+    }
+  }
+  std::exception_ptr error;
+  if (!failedBefore.empty()) {
+    error = makeError("mixccl " + std::string(task.name) + " on rank " + std::to_string(rank_) + " of " +
+                      std::to_string(size_) + ": not run, the process group failed earlier: " + failedBefore);
+  } else {
+    watchdogCv_.notify_all();
+    try {
+      task.run(comm_);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    running_ = false;
+    if (error) {
+      std::string msg = messageOf(error);
+      if (!failure_.empty()) {
+        // Revoked for a reason the call itself cannot know (a timeout): lead with that reason.
+        error = makeError(failure_ + " (the call reported: " + msg + ")");
+      } else {
+        failure_ = msg;
+      }
+    }
+  }
+  for (auto& w : task.works) w->complete(error);
 }
 
 void Comm::watchdogLoop() {

@@ -13,6 +13,11 @@
 //   asked for its future (flushP2P). A host-memory ncclSend returns only once its peer received,
 //   so one worker running isend(to p) and irecv(from p) one after the other would deadlock
 //   against a peer doing the same; in one group both sides progress together.
+// - A future's callbacks run on the worker when it completes the task. An operation such a
+//   callback issues (enqueue or flushP2P on the worker thread) runs at once, inline, before
+//   anything else queued: the callback may wait for it (DDP's PowerSGD hook does), only the worker
+//   can run it, and "right after the task whose completion issued it" is the same place in every
+//   rank's call sequence, whatever the other threads queued meanwhile.
 // - Each running task has a deadline (its own timeout, else the group's). The watchdog thread
 //   revokes the communicator when the deadline passes; the blocked call then fails within
 //   milliseconds. ncclCommRevoke only sets a flag and frees nothing, so it is safe beside a running
@@ -29,6 +34,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -59,6 +65,11 @@ class Comm {
   void enqueueP2P(Task task);
   // Queues the held point-to-point tasks as one grouped task (any thread; no-op when none).
   void flushP2P();
+  // True on the worker thread (in a future's callback).
+  bool onWorker() const;
+  // Worker thread (a callback waiting for a Work): runs queued tasks in order until `done` holds
+  // or nothing is queued. Those tasks come next anyway; waiting instead would never end.
+  void runQueuedUntil(const std::function<bool()>& done);
   // Any thread: fails the running task and every later one with `why` (first reason wins).
   void revoke(const std::string& why);
   // The first failure's message, empty while healthy.
@@ -67,8 +78,9 @@ class Comm {
  private:
   void workerLoop();
   void watchdogLoop();
+  void runTask(Task& task);                   // worker thread
   void revokeLocked(const std::string& why);  // needs mu_
-  void flushP2PLocked();                      // needs mu_
+  std::optional<Task> takeHeldP2PLocked();    // needs mu_: the held tasks as one group, if any
 
   ncclComm_t comm_;
   const int rank_;

@@ -17,7 +17,15 @@ WorkMixccl::WorkMixccl(int rank, c10d::OpType type, std::vector<at::Tensor> outp
 WorkMixccl::~WorkMixccl() = default;
 
 bool WorkMixccl::wait(std::chrono::milliseconds timeout) {
-  if (auto comm = comm_.lock()) comm->flushP2P();
+  if (auto comm = comm_.lock()) {
+    comm->flushP2P();
+    if (comm->onWorker()) {
+      // A callback waits for an operation queued before it: run the queue up to it here.
+      comm->runQueuedUntil([this] { return c10d::Work::isCompleted(); });
+      TORCH_CHECK(c10d::Work::isCompleted(), "mixccl: a future's callback waits for a ", c10d::opTypeToString(opType_),
+                  " that is neither queued nor running on this group, so it would wait forever");
+    }
+  }
   std::unique_lock<std::mutex> lock(mutex_);
   if (timeout == kNoTimeout) {
     cv_.wait(lock, [&] { return completed_; });
