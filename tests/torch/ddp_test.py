@@ -4,7 +4,8 @@
 """DDP trains the same small MLP for 50 steps with the mixccl backend and with gloo, in one run:
 the losses must agree within float tolerance and, after training with mixccl, every rank must hold
 bitwise the same parameters. Then 12 steps each with DDP's fp16 and PowerSGD communication hooks
-(PowerSGD's callbacks issue collectives and wait for them), and a Join over uneven inputs. The group is made with an explicit TCPStore (not env://). Prints the
+(PowerSGD's callbacks issue collectives and wait for them), ZeroRedundancyOptimizer against gloo,
+and a Join over uneven inputs. The group is made with an explicit TCPStore (not env://). Prints the
 median step time of each backend (small buckets, so gradient buckets overlap with backward).
 
 usage: ddp_test.py NPROCS
@@ -81,6 +82,7 @@ if not torch.allclose(params_m, params_g, rtol=1e-3, atol=1e-5):
     ok = False
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks, powerSGD_hook  # noqa: E402
 from torch.distributed.algorithms.join import Join  # noqa: E402
+from torch.distributed.optim import ZeroRedundancyOptimizer  # noqa: E402
 
 
 def powersgd_state(group):
@@ -95,6 +97,31 @@ for name, hook, state in (("fp16", default_hooks.fp16_compress_hook, None),
         print(f"[rank {RANK}] FAIL: {name} hook: losses differ from gloo's\nmixccl {loss_hm.tolist()}\n"
               f"gloo   {loss_hg.tolist()}", flush=True)
         ok = False
+
+# ZeroRedundancyOptimizer: each rank steps its shard of Adam's state and broadcasts its shard of
+# the parameters (broadcasts from every root, consolidate_state_dict's object collectives).
+def train_zero(group):
+    torch.manual_seed(7)
+    model = torch.nn.Sequential(*[torch.nn.Linear(16, 16) for _ in range(6)])
+    ddp = DDP(model, process_group=group)
+    opt = ZeroRedundancyOptimizer(ddp.parameters(), optimizer_class=torch.optim.Adam, process_group=group, lr=0.01)
+    g = torch.Generator().manual_seed(RANK)
+    losses = []
+    for _ in range(10):
+        loss = ddp(torch.randn(8, 16, generator=g)).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    opt.consolidate_state_dict(to=0)
+    return torch.tensor(losses)
+
+
+loss_zm, loss_zg = train_zero(dist.group.WORLD), train_zero(gloo)
+if not torch.allclose(loss_zm, loss_zg, rtol=1e-4, atol=1e-6):
+    print(f"[rank {RANK}] FAIL: ZeroRedundancyOptimizer: losses differ from gloo's\nmixccl {loss_zm.tolist()}\n"
+          f"gloo   {loss_zg.tolist()}", flush=True)
+    ok = False
 
 # Join: ranks run different numbers of steps; the ranks that finish early shadow the others'
 # all-reduces until everyone is done.
