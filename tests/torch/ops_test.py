@@ -9,6 +9,7 @@ usage: ops_test.py NPROCS   (launches NPROCS ranks of itself; init through env:/
 """
 import os
 import sys
+import time
 import traceback
 import zlib
 from datetime import timedelta
@@ -349,9 +350,68 @@ def destroy_with_operations_in_flight():
     for _ in range(2):
         sub = dist.new_group(list(range(N)))
         for _ in range(4):
-            dist.all_reduce(torch.ones(1 << 20), group=sub)
+            dist.all_reduce(torch.ones(1 << 20), group=sub, async_op=True)  # Work dropped at once
         dist.destroy_process_group(sub)
         del sub
+
+
+@check
+def callbacks_that_issue_and_wait():
+    # Rank 0 attaches its callbacks while the operations wait for the late ranks, so they run on
+    # the group's worker: one issues an all_reduce and waits on its future (DDP's PowerSGD hook
+    # does that), one waits through Work.wait() for an all_reduce queued behind the one whose
+    # completion ran it. Both used to wait forever there. The call order is the same on every rank
+    # wherever the callbacks run: a, nested, b.
+    import threading
+    main = threading.get_ident()
+    ran_on = []
+
+    def issue_and_wait(fut):
+        ran_on.append(threading.get_ident())
+        u = torch.full((5,), float(RANK))
+        return dist.all_reduce(u, async_op=True).get_future().wait()[0] + fut.value()[0]
+
+    def wait_for_later(fut):
+        ran_on.append(threading.get_ident())
+        later.wait()
+        return b.clone()
+
+    if RANK != 0:
+        time.sleep(0.3)
+    a, b = torch.ones(5), torch.full((5,), 2.0)
+    work_a = dist.all_reduce(a, async_op=True)
+    later = dist.all_reduce(b, async_op=True)
+    f1 = work_a.get_future().then(issue_and_wait)
+    f2 = work_a.get_future().then(wait_for_later)
+    total = float(sum(range(N)))
+    same(f1.wait(), torch.full((5,), total + N), "a callback's own all_reduce")
+    same(f2.wait(), torch.full((5,), 2.0 * N), "a callback waiting for a later Work")
+    if RANK == 0:
+        assert all(t != main for t in ran_on), "rank 0's callbacks ran on the calling thread: not the case tested"
+
+
+@check
+def a_callback_drops_the_last_reference_to_its_group():
+    # The group's destructor then runs on the group's own worker thread, inside the callback: it
+    # must leave the teardown to the worker instead of joining the thread it runs on.
+    sub = dist.new_group(list(range(N)))
+    box = [sub]
+    if RANK != 0:
+        time.sleep(0.3)
+    t = torch.ones(3)
+    work = dist.all_reduce(t, group=sub, async_op=True)
+
+    def drop(fut):
+        box.clear()
+        return fut.value()[0] * 2
+
+    fut = work.get_future().then(drop)
+    dist.destroy_process_group(sub)
+    del sub
+    same(fut.wait(), torch.full((3,), 2.0 * N), "the callback's result")
+    t = torch.ones(3)
+    dist.all_reduce(t)
+    same(t, torch.full((3,), float(N)), "the world afterwards")
 
 
 @check

@@ -53,20 +53,42 @@ class GilReleased {
 
 }  // namespace
 
-Comm::Comm(ncclComm_t comm, int rank, int size) : comm_(comm), rank_(rank), size_(size) {
-  worker_ = std::thread([this] { workerLoop(); });
-  watchdog_ = std::thread([this] { watchdogLoop(); });
+Comm::Comm(ncclComm_t comm, int rank, int size) : comm_(comm), rank_(rank), size_(size) {}
+
+std::shared_ptr<Comm> Comm::start(ncclComm_t comm, int rank, int size) {
+  std::shared_ptr<Comm> c(new Comm(comm, rank, size));
+  // The worker owns a reference for as long as it runs, so the object outlives every task and
+  // callback it runs, whichever thread lets go of the process group last.
+  c->worker_ = std::thread([self = c] {
+    self->workerLoop();
+    if (self->stoppedByWorker_) {
+      // shutdown() came from a callback on this thread: the teardown it could not do. The last
+      // reference may be `self`, and ~Comm cannot join the thread it runs on.
+      self->finish();
+      self->worker_.detach();
+    }
+  });
+  c->watchdog_ = std::thread([raw = c.get()] { raw->watchdogLoop(); });
+  return c;
 }
 
-Comm::~Comm() {
-  GilReleased gil;
+void Comm::shutdown() {
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (stop_) return;
     if (auto group = takeHeldP2PLocked()) queue_.push_back(std::move(*group));
     stop_ = true;
+    stoppedByWorker_ = onWorker();
   }
   workCv_.notify_all();
+  if (stoppedByWorker_) return;  // the worker finishes after the task it is in (start())
+  GilReleased gil;
   worker_.join();  // drains the queue; the watchdog still bounds each task
+  finish();
+}
+
+// After the worker ended: stops the watchdog and ends the communicator.
+void Comm::finish() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     watchdogStop_ = true;
@@ -81,6 +103,8 @@ Comm::~Comm() {
     (void)ncclCommAbort(comm_);
   }
 }
+
+Comm::~Comm() = default;  // shutdown() joined or detached both threads
 
 bool Comm::onWorker() const { return std::this_thread::get_id() == worker_.get_id(); }
 
@@ -232,7 +256,10 @@ void Comm::runTask(Task& task) {
       }
     }
   }
-  for (auto& w : task.works) w->complete(error);
+  // Every Work of the task is done before any future's callback runs: a callback may wait for
+  // another Work of the same task (a send/recv group).
+  for (auto& w : task.works) w->markDone(error);
+  for (auto& w : task.works) w->completeFuture(error);
 }
 
 void Comm::watchdogLoop() {

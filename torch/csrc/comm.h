@@ -13,19 +13,25 @@
 //   asked for its future (flushP2P). A host-memory ncclSend returns only once its peer received,
 //   so one worker running isend(to p) and irecv(from p) one after the other would deadlock
 //   against a peer doing the same; in one group both sides progress together.
-// - A future's callbacks run on the worker when it completes the task. An operation such a
-//   callback issues (enqueue or flushP2P on the worker thread) runs at once, inline, before
-//   anything else queued: the callback may wait for it (DDP's PowerSGD hook does), only the worker
-//   can run it, and "right after the task whose completion issued it" is the same place in every
-//   rank's call sequence, whatever the other threads queued meanwhile.
+// - A future's callbacks attached before the operation completed run on the worker when it
+//   completes the task (once every Work of the task is done). An operation such a callback issues
+//   (enqueue or flushP2P on the worker thread) runs at once, inline, before anything else queued:
+//   the callback may wait for it (DDP's PowerSGD hook does), and only the worker can run it. It
+//   then runs right after the completed task on every rank. (A callback attached after completion
+//   runs on the thread that attaches it, and its operations queue as that thread's.)
+// - A callback that waits through Work.wait() for an operation queued before it runs the queue up
+//   to it (runQueuedUntil); one that waits through the future's own wait() for such an operation
+//   would wait forever: only the worker, which it blocks, can run it.
 // - Each running task has a deadline (its own timeout, else the group's). The watchdog thread
 //   revokes the communicator when the deadline passes; the blocked call then fails within
 //   milliseconds. ncclCommRevoke only sets a flag and frees nothing, so it is safe beside a running
 //   call; the communicator is freed in the destructor, after both threads are joined.
 // - After the first failure (a dead peer's ncclRemoteError, a timeout, an abort) the communicator
 //   is unusable: every later task fails at once with that first message.
-// - The destructor joins the worker without the GIL (it lets go of it when called from Python):
-//   the worker takes the GIL to drop tensors Python let go of and to run futures' callbacks.
+// - shutdown() joins the worker without the GIL (it lets go of it when called from Python): the
+//   worker takes the GIL to drop tensors Python let go of and to run futures' callbacks. The
+//   worker holds a reference to the Comm while it runs, so a callback that drops the last
+//   reference to the process group never destroys the Comm under the worker's feet.
 // - Lock order: mu_ only; nothing calls mixccl while holding it except ncclCommRevoke, which does
 //   not block.
 
@@ -54,9 +60,12 @@ class Comm {
   };
 
   // Takes ownership of `comm` and starts the threads.
-  Comm(ncclComm_t comm, int rank, int size);
+  static std::shared_ptr<Comm> start(ncclComm_t comm, int rank, int size);
   // Runs what is queued (bounded by the deadlines), joins the threads, then destroys the
-  // communicator (or aborts it after a failure).
+  // communicator (or aborts it after a failure). Called by the process group's destructor, on
+  // any thread: on the worker (a callback let go of the group) the worker does it once the task
+  // it is in has finished. Later calls do nothing.
+  void shutdown();
   ~Comm();
   Comm(const Comm&) = delete;
   Comm& operator=(const Comm&) = delete;
@@ -76,8 +85,10 @@ class Comm {
   std::string failure();
 
  private:
+  Comm(ncclComm_t comm, int rank, int size);
   void workerLoop();
   void watchdogLoop();
+  void finish();                              // after the worker ended
   void runTask(Task& task);                   // worker thread
   void revokeLocked(const std::string& why);  // needs mu_
   std::optional<Task> takeHeldP2PLocked();    // needs mu_: the held tasks as one group, if any
@@ -90,8 +101,9 @@ class Comm {
   std::condition_variable watchdogCv_;  // deadline or stop changed
   std::deque<Task> queue_;
   std::vector<Task> heldP2P_;
-  bool stop_ = false;          // worker: finish the queue, then exit
-  bool watchdogStop_ = false;  // after the worker is joined
+  bool stop_ = false;             // worker: finish the queue, then exit
+  bool stoppedByWorker_ = false;  // shutdown() ran on the worker thread
+  bool watchdogStop_ = false;     // after the worker is joined
   bool running_ = false;
   Clock::time_point deadline_;
   std::string runningName_;

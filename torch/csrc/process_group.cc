@@ -36,7 +36,7 @@ ProcessGroupMixccl::ProcessGroupMixccl(const c10::intrusive_ptr<c10d::Store>& st
   ncclComm_t comm = nullptr;
   MIXCCL_TORCH_CHECK_NCCL(ncclCommInitRank(&comm, size, id, rank),
                           "ncclCommInitRank (rank " + std::to_string(rank) + " of " + std::to_string(size) + ")");
-  comm_ = std::make_shared<Comm>(comm, rank, size);
+  comm_ = Comm::start(comm, rank, size);
 }
 
 namespace {
@@ -71,12 +71,15 @@ ProcessGroupMixccl::ProcessGroupMixccl(ProcessGroupMixccl& parent, const std::ve
     }
   }
   // Queued behind the parent's earlier operations, so every member makes it at the same point of
-  // the parent's call sequence; `child` is written by the worker before the Work completes.
+  // the parent's call sequence; `child` is written by the worker before the Work completes. No
+  // watchdog deadline (0 ms): a member that is late must not revoke the parent. The exchange
+  // runs on the parent's bootstrap, which fails at once when a member dies and after
+  // MIXCCL_TIMEOUT when one never comes.
   ncclComm_t child = nullptr;
   const bool split = origin_ == "split";
   auto work = parent.enqueue(
       c10d::OpType::UNKNOWN, split ? "new_group (ncclCommSplit)" : "new_group (ncclCommShrink)", {},
-      c10d::kUnsetTimeout, [&child, exclude, split, parentRank](ncclComm_t c) {
+      std::chrono::milliseconds(0), [&child, exclude, split, parentRank](ncclComm_t c) {
         if (split) {
           MIXCCL_TORCH_CHECK_NCCL(ncclCommSplit(c, 0, parentRank, &child, nullptr), "ncclCommSplit for new_group");
         } else {
@@ -87,11 +90,13 @@ ProcessGroupMixccl::ProcessGroupMixccl(ProcessGroupMixccl& parent, const std::ve
         }
       });
   work->wait();
-  comm_ = std::make_shared<Comm>(child, rank_, size_);
+  comm_ = Comm::start(child, rank_, size_);
 }
 
-// Runs what is still queued, then ends the threads and the communicator (Comm's destructor).
-ProcessGroupMixccl::~ProcessGroupMixccl() = default;
+// Runs what is still queued, then ends the threads and the communicator (Comm::shutdown).
+ProcessGroupMixccl::~ProcessGroupMixccl() {
+  if (comm_) comm_->shutdown();
+}
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupMixccl::enqueue(c10d::OpType type, const char* name,
                                                            std::vector<at::Tensor> outputs,

@@ -55,8 +55,9 @@ c10::intrusive_ptr<c10::ivalue::Future> WorkMixccl::getFuture() {
 
 std::vector<at::Tensor> WorkMixccl::result() { return outputs_; }
 
-void WorkMixccl::complete(std::exception_ptr error) {
-  finish(error);
+void WorkMixccl::markDone(std::exception_ptr error) { finish(error); }
+
+void WorkMixccl::completeFuture(std::exception_ptr error) {
   // The future's callbacks run here, on the worker thread, after wait() can already return.
   if (error) {
     future_->setError(error);

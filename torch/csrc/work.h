@@ -20,8 +20,7 @@ class Comm;
 
 class WorkMixccl : public c10d::Work {
  public:
-  // `comm` lets wait(timeout) revoke the communicator. Weak: the process group owns it, and the
-  // worker thread must never drop the last reference (the destructor joins that thread).
+  // `comm` lets wait(timeout) revoke the communicator. Weak: the process group owns it.
   WorkMixccl(int rank, c10d::OpType type, std::vector<at::Tensor> outputs, std::weak_ptr<Comm> comm);
   ~WorkMixccl() override;
 
@@ -33,8 +32,10 @@ class WorkMixccl : public c10d::Work {
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
   std::vector<at::Tensor> result() override;
 
-  // Worker thread only, exactly once.
-  void complete(std::exception_ptr error);
+  // Worker thread only, once each, in this order: the Work is done (wait() returns), then its
+  // future completes and runs its callbacks.
+  void markDone(std::exception_ptr error);
+  void completeFuture(std::exception_ptr error);
 
  private:
   std::vector<at::Tensor> outputs_;
