@@ -68,7 +68,13 @@ std::shared_ptr<Comm> Comm::start(ncclComm_t comm, int rank, int size) {
       self->worker_.detach();
     }
   });
-  c->watchdog_ = std::thread([raw = c.get()] { raw->watchdogLoop(); });
+  c->workerId_ = c->worker_.get_id();  // never written again: onWorker() reads it from any thread
+  try {
+    c->watchdog_ = std::thread([raw = c.get()] { raw->watchdogLoop(); });
+  } catch (...) {
+    c->shutdown();  // the worker ends; finish() skips the watchdog that never started
+    throw;
+  }
   return c;
 }
 
@@ -89,15 +95,20 @@ void Comm::shutdown() {
 
 // After the worker ended: stops the watchdog and ends the communicator.
 void Comm::finish() {
+  bool failed = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     watchdogStop_ = true;
+    // A Work.wait(timeout) on another thread may still revoke; revoked_ makes that a no-op from
+    // here on (revokeLocked calls ncclCommRevoke under mu_, so it cannot overlap the destroy).
+    revoked_ = true;
+    failed = !failure_.empty();
   }
   watchdogCv_.notify_all();
-  watchdog_.join();
+  if (watchdog_.joinable()) watchdog_.join();
   // A healthy communicator is destroyed (peers still inside a last collective that already got
   // everything from us finish normally); a failed one is aborted, which waits for nobody.
-  if (failure_.empty()) {
+  if (!failed) {
     (void)ncclCommDestroy(comm_);
   } else {
     (void)ncclCommAbort(comm_);
@@ -106,7 +117,7 @@ void Comm::finish() {
 
 Comm::~Comm() = default;  // shutdown() joined or detached both threads
 
-bool Comm::onWorker() const { return std::this_thread::get_id() == worker_.get_id(); }
+bool Comm::onWorker() const { return std::this_thread::get_id() == workerId_; }
 
 void Comm::enqueue(Task task) {
   if (onWorker()) {
@@ -259,7 +270,14 @@ void Comm::runTask(Task& task) {
   // Every Work of the task is done before any future's callback runs: a callback may wait for
   // another Work of the same task (a send/recv group).
   for (auto& w : task.works) w->markDone(error);
-  for (auto& w : task.works) w->completeFuture(error);
+  for (auto& w : task.works) {
+    try {
+      w->completeFuture(error);
+    } catch (...) {
+      // A C++ callback that throws (Python ones catch their own errors): the other futures must
+      // still complete, and an exception must not leave the thread.
+    }
+  }
 }
 
 void Comm::watchdogLoop() {

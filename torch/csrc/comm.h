@@ -111,6 +111,7 @@ class Comm {
   std::string failure_;
   bool revoked_ = false;
   std::thread worker_;
+  std::thread::id workerId_;
   std::thread watchdog_;
 };
 
