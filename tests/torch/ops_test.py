@@ -360,8 +360,8 @@ def callbacks_that_issue_and_wait():
     # Rank 0 attaches its callbacks while the operations wait for the late ranks, so they run on
     # the group's worker: one issues an all_reduce and waits on its future (DDP's PowerSGD hook
     # does that), one waits through Work.wait() for an all_reduce queued behind the one whose
-    # completion ran it. Both used to wait forever there. The call order is the same on every rank
-    # wherever the callbacks run: a, nested, b.
+    # completion ran it. Both used to wait forever there. The call order is a, nested, b on every
+    # rank wherever the callbacks run.
     import threading
     main = threading.get_ident()
     ran_on = []
@@ -380,9 +380,11 @@ def callbacks_that_issue_and_wait():
         time.sleep(0.3)
     a, b = torch.ones(5), torch.full((5,), 2.0)
     work_a = dist.all_reduce(a, async_op=True)
-    later = dist.all_reduce(b, async_op=True)
+    # Attached before anything else is queued, as DDP attaches its hooks' callbacks: if `a` is
+    # done already the callback runs here and its all_reduce still comes right after `a`.
     f1 = work_a.get_future().then(issue_and_wait)
-    f2 = work_a.get_future().then(wait_for_later)
+    later = dist.all_reduce(b, async_op=True)
+    f2 = work_a.get_future().then(wait_for_later)  # issues nothing: its order does not matter
     total = float(sum(range(N)))
     same(f1.wait(), torch.full((5,), total + N), "a callback's own all_reduce")
     same(f2.wait(), torch.full((5,), 2.0 * N), "a callback waiting for a later Work")
