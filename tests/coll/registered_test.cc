@@ -18,7 +18,7 @@
 
 #include "common/config.h"
 #include "tests/support/rank_threads.h"
-#include "tests/support/rdma_device.h"
+#include "transports/rdma/rdma_presence.h"
 
 namespace mixccl::testing {
 namespace {
@@ -41,7 +41,7 @@ class RegisteredTest : public ::testing::TestWithParam<Param> {
  protected:
   void SetUp() override {
     const std::string t = GetParam().transport;
-    if (t == "rdma" && !hasRdmaDevice()) GTEST_SKIP() << "no RDMA device (scripts/rdma-check.sh runs these in a VM)";
+    if (t == "rdma" && !anyRdmaDevice()) GTEST_SKIP() << "no RDMA device (scripts/rdma-check.sh runs these in a VM)";
     setenv("NCCL_SHM_DISABLE", t == "shm" ? "0" : "1", 1);
     setenv("NCCL_NET", t == "rdma" ? "IB" : "Socket", 1);
     setenv("MIXCCL_CHUNK_SIZE", "131072", 1);  // zero-copy from 64 KiB (MIXCCL_IB_ZCOPY_MIN)

@@ -44,7 +44,7 @@
 #include <vector>
 
 #include "tests/support/private_shm.h"
-#include "tests/support/rdma_device.h"
+#include "transports/rdma/rdma_presence.h"
 
 namespace {
 
@@ -468,7 +468,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   setvbuf(stdout, nullptr, _IOLBF, 0);
-  if (o.transport == "rdma" && !mixccl::testing::hasRdmaDevice()) {
+  if (o.transport == "rdma" && !mixccl::anyRdmaDevice()) {
     printf("fault_trials: skipped: no RDMA device on this machine (scripts/rdma-check.sh runs it in a soft-RoCE VM)\n");
     return kSkipped;
   }

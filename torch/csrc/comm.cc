@@ -142,18 +142,16 @@ void Comm::enqueueP2P(Task task) {
 }
 
 void Comm::flushP2P() {
+  const bool here = onWorker();  // from a callback on the worker: run it now, as enqueue() does
   std::optional<Task> group;
   {
     std::lock_guard<std::mutex> lock(mu_);
     group = takeHeldP2PLocked();
     if (!group) return;
-    if (!onWorker()) {
-      queue_.push_back(std::move(*group));
-      group.reset();
-    }
+    if (!here) queue_.push_back(std::move(*group));
   }
-  if (group) {
-    runTask(*group);  // from a callback on the worker: as enqueue()
+  if (here) {
+    runTask(*group);
   } else {
     workCv_.notify_one();
   }

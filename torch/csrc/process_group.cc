@@ -79,13 +79,12 @@ ProcessGroupMixccl::ProcessGroupMixccl(ProcessGroupMixccl& parent, const std::ve
   const bool split = origin_ == "split";
   auto work = parent.enqueue(
       c10d::OpType::UNKNOWN, split ? "new_group (ncclCommSplit)" : "new_group (ncclCommShrink)", {},
-      std::chrono::milliseconds(0), [&child, exclude, split, parentRank](ncclComm_t c) {
+      std::chrono::milliseconds(0), [&child, exclude, split, parentRank](ncclComm_t c) mutable {
         if (split) {
           MIXCCL_TORCH_CHECK_NCCL(ncclCommSplit(c, 0, parentRank, &child, nullptr), "ncclCommSplit for new_group");
         } else {
-          std::vector<int> ex = exclude;
           MIXCCL_TORCH_CHECK_NCCL(
-              ncclCommShrink(c, ex.data(), static_cast<int>(ex.size()), &child, nullptr, NCCL_SHRINK_DEFAULT),
+              ncclCommShrink(c, exclude.data(), static_cast<int>(exclude.size()), &child, nullptr, NCCL_SHRINK_DEFAULT),
               "ncclCommShrink for new_group");
         }
       });

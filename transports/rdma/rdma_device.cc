@@ -9,7 +9,6 @@
 // whose IPv4 address is then the one bound.
 
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
 #include <net/if.h>
@@ -24,22 +23,12 @@
 #include "common/log.h"
 #include "common/name_filter.h"
 #include "transports/rdma/rdma_internal.h"
+#include "transports/rdma/rdma_presence.h"
 
 namespace mixccl {
 namespace {
 
 constexpr int kListenBacklog = 256;
-
-// Whether the kernel knows any RDMA device: a directory read, so a machine without one never maps
-// the verbs libraries.
-bool anyRdmaDevice() {
-  DIR* d = opendir("/sys/class/infiniband");
-  if (d == nullptr) return false;
-  bool any = false;
-  while (dirent* e = readdir(d)) any = any || e->d_name[0] != '.';
-  closedir(d);
-  return any;
-}
 
 // NCCL_IB_GID_INDEX names a GID; on RoCE v2 over IPv4 that GID is the IPv4-mapped address
 // (::ffff:a.b.c.d) of one of the device's interfaces. rdma_cm addresses devices by IP, so the GID
