@@ -1147,6 +1147,43 @@ TEST(ScheduleShape, SingleRankIsOneLocalStep) {
   }
 }
 
+// In the plain order a round's reduce-scatter origin (a send only) goes before the previous round's
+// all-gather terminal (a receive only), so a rank on a device queue has the next copy queued while
+// it waits for that message (ring_all_reduce.cc). At 2 ranks, 3 rounds: S RRS | S R RRS | S R RRS R.
+TEST(ScheduleShape, RingAllReduceSendsTheNextRoundBeforeTheLastReceive) {
+  CollArgs a;
+  a.kind = CollKind::kAllReduce;
+  a.nranks = 2;
+  a.count = 2 * 8 * 3;
+  a.chunkElems = 8;
+  a.fifoDepth = 2;
+  a.algo = Algo::kRing;
+  for (int rank : {0, 1}) {
+    a.rank = rank;
+    Schedule s;
+    ASSERT_EQ(buildSchedule(a, &s), Result::kSuccess);
+    std::string shape;
+    for (const Step& st : s.steps) shape += st.recvPeer >= 0 ? (st.sendPeer >= 0 ? "B" : "R") : "S";
+    EXPECT_EQ(shape, "SBSRBSRBR") << "rank " << rank;
+  }
+  // Any rank count: once hoisted, no receive-only step is directly followed by a send-only one.
+  for (int n = 3; n <= 9; ++n) {
+    a.nranks = n;
+    a.count = static_cast<uint64_t>(n) * 8 * 3;
+    for (int rank = 0; rank < n; ++rank) {
+      a.rank = rank;
+      Schedule s;
+      ASSERT_EQ(buildSchedule(a, &s), Result::kSuccess);
+      for (size_t i = 0; i + 1 < s.steps.size(); ++i) {
+        const Step& x = s.steps[i];
+        const Step& y = s.steps[i + 1];
+        EXPECT_FALSE(x.recvPeer >= 0 && x.sendPeer < 0 && y.recvPeer < 0 && y.sendPeer >= 0)
+            << "n=" << n << " rank " << rank << " step " << i;
+      }
+    }
+  }
+}
+
 // The step counts stated in the algorithm files.
 TEST(ScheduleShape, StepCounts) {
   auto steps = [](CollKind k, int n, int rank, uint64_t count, uint64_t chunk, int root = 0, uint32_t depth = 1) {
