@@ -34,8 +34,11 @@ void buildRingAllGather(const CollArgs& a, Schedule* s) {
   }
   const int prev = ringPeer(a.rank, -1, n);
   const int next = ringPeer(a.rank, 1, n);
+  const bool anchored = ringAnchored(a.fifoDepth);
+  RoundHoist hoist(anchored);  // the next chunk's pure send before this chunk's terminal
   forEachChunk(a.count, a.chunkElems, [&](uint64_t off, uint64_t len) {
-    forEachRingStep(a.rank, n, ringAnchored(a.fifoDepth), [&](int origin, RingRole role) {
+    hoist.begin(*s);
+    forEachRingStep(a.rank, n, anchored, [&](int origin, RingRole role) {
       Step st;
       st.dst = Buf::kOutput;
       st.dstOffset = static_cast<uint64_t>(origin) * a.count + off;
@@ -49,6 +52,7 @@ void buildRingAllGather(const CollArgs& a, Schedule* s) {
       if (role != RingRole::kTerminal) st.sendPeer = next;
       s->steps.push_back(st);
     });
+    hoist.end(s);
   });
 }
 

@@ -47,26 +47,6 @@
 
 namespace mixccl::algo {
 
-namespace {
-
-// Software pipelining across rounds: the round that starts at `roundStart` begins with this rank's
-// reduce-scatter origin (a send only), and the previous one ended with its all-gather terminal (a
-// receive only, at `recvOnly`). The send goes first: it needs nothing from a peer, so a rank
-// whose work runs on a device queue gets the next round's copy queued while it waits for the
-// terminal's message (in issue order it would wait behind it), and a host rank sends while its
-// message travels. Sends keep their order among themselves, and so do receives, so every lane
-// carries the same messages in the same order; the two steps touch different rounds' elements.
-// A rank still has sent at most one message more than it received when it waits for a slot, so
-// the plain order's FIFO depth of 2 still cannot deadlock (ring_pass.h).
-void hoistOrigin(Schedule* s, size_t recvOnly, size_t roundStart) {
-  if (recvOnly == SIZE_MAX || recvOnly + 1 != roundStart || roundStart >= s->steps.size()) return;
-  const Step& first = s->steps[roundStart];
-  if (first.recvPeer >= 0 || first.sendPeer < 0) return;
-  std::swap(s->steps[recvOnly], s->steps[roundStart]);
-}
-
-}  // namespace
-
 void buildRingAllReduce(const CollArgs& a, Schedule* s) {
   const int n = a.nranks;
   if (n == 1) {
@@ -84,10 +64,10 @@ void buildRingAllReduce(const CollArgs& a, Schedule* s) {
   // The anchored order separates them (rank 0 defers chain 0), so it keeps two steps.
   const bool fused = !anchored;
   const uint64_t roundElems = a.chunkElems > UINT64_MAX / un ? UINT64_MAX : a.chunkElems * un;
-  // Index of the previous round's last step when it only receives (its all-gather terminal).
-  size_t lastRecvOnly = SIZE_MAX;
+  // The next round's reduce-scatter origin goes before this round's all-gather terminal.
+  RoundHoist hoist(anchored);
   forEachChunk(a.count, roundElems, [&](uint64_t roundOff, uint64_t m) {
-    const size_t roundStart = s->steps.size();
+    hoist.begin(*s);
     const uint64_t base = m / un;
     const uint64_t extra = m % un;
     auto segOffset = [&](int b) { return roundOff + b * base + std::min<uint64_t>(b, extra); };
@@ -132,9 +112,7 @@ void buildRingAllReduce(const CollArgs& a, Schedule* s) {
       if (role != RingRole::kTerminal) st.sendPeer = next;
       s->steps.push_back(st);
     });
-    hoistOrigin(s, lastRecvOnly, roundStart);
-    const Step& last = s->steps.back();
-    lastRecvOnly = fused && last.sendPeer < 0 && last.recvPeer >= 0 ? s->steps.size() - 1 : SIZE_MAX;
+    hoist.end(s);
   });
 }
 

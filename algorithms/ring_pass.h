@@ -43,6 +43,12 @@
 // one chain's payload; latency about n-1 + (n-1) hops, because chain 0 trails the other chains.
 // Consecutive passes stream back to back: the next pass begins while later ranks finish this one.
 
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+
+#include "algorithms/schedule.h"
+
 namespace mixccl::algo {
 
 enum class RingRole { kOrigin, kRelay, kTerminal };
@@ -88,5 +94,37 @@ template <class F>
 inline void forEachRingStep(int rank, int nranks, bool anchored, F&& visit) {
   forEachRingStepOfChains(rank, nranks, anchored, 0, nranks, visit);
 }
+
+// Software pipelining across rounds (chunks) of the plain order: a round that starts with this
+// rank's pure send goes before the previous round's terminal when that only receives. A rank
+// whose steps run on a device queue issues them in order, so without this the next round's copy
+// into a slot waits behind a receive that waits for the peer; a host rank sends while the
+// message it waits for travels. Sends keep their order among themselves and so do receives, so
+// every link carries the same messages in the same order, and the two steps touch different
+// rounds' elements. Deadlock (the argument above): a rank that waits for a slot still has sent
+// at most one message more than it received (the hoisted send comes after its round's relays,
+// before the terminal that balances the round before), so with every link full n*D <= n, which
+// depth D >= 2 rules out; the anchored order (D = 1) is left alone.
+class RoundHoist {
+ public:
+  explicit RoundHoist(bool anchored) : on_(!anchored) {}
+  // Before a round's steps are appended.
+  void begin(const Schedule& s) { start_ = s.steps.size(); }
+  // After they are: swaps the round's first step with the previous round's last where both fit.
+  void end(Schedule* s) {
+    auto& steps = s->steps;
+    if (on_ && last_ != SIZE_MAX && last_ + 1 == start_ && start_ < steps.size() && steps[start_].recvPeer < 0 &&
+        steps[start_].sendPeer >= 0) {
+      std::swap(steps[last_], steps[start_]);
+    }
+    const bool recvOnly = !steps.empty() && steps.back().recvPeer >= 0 && steps.back().sendPeer < 0;
+    last_ = recvOnly && start_ < steps.size() ? steps.size() - 1 : SIZE_MAX;
+  }
+
+ private:
+  bool on_;
+  size_t start_ = 0;
+  size_t last_ = SIZE_MAX;  // the previous round's last step, when it only receives
+};
 
 }  // namespace mixccl::algo

@@ -40,8 +40,11 @@ void buildRingReduceScatter(const CollArgs& a, Schedule* s) {
   }
   const int prev = ringPeer(a.rank, -1, n);
   const int next = ringPeer(a.rank, 1, n);
+  const bool anchored = ringAnchored(a.fifoDepth);
+  RoundHoist hoist(anchored);  // the next chunk's pure send before this chunk's terminal
   forEachChunk(a.count, a.chunkElems, [&](uint64_t off, uint64_t len) {
-    forEachRingStep(a.rank, n, ringAnchored(a.fifoDepth), [&](int origin, RingRole role) {
+    hoist.begin(*s);
+    forEachRingStep(a.rank, n, anchored, [&](int origin, RingRole role) {
       const uint64_t block = static_cast<uint64_t>(ringPeer(origin, -1, n));
       Step st;
       st.src = Buf::kInput;
@@ -57,6 +60,7 @@ void buildRingReduceScatter(const CollArgs& a, Schedule* s) {
       }
       s->steps.push_back(st);
     });
+    hoist.end(s);
   });
 }
 
