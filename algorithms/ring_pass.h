@@ -117,8 +117,10 @@ class RoundHoist {
         steps[start_].sendPeer >= 0) {
       std::swap(steps[last_], steps[start_]);
     }
-    const bool recvOnly = !steps.empty() && steps.back().recvPeer >= 0 && steps.back().sendPeer < 0;
-    last_ = recvOnly && start_ < steps.size() ? steps.size() - 1 : SIZE_MAX;
+    // Only a round of two steps or more has its own last step there (after a swap a one-step
+    // round's would be the previous round's terminal, and a send moved past it twice).
+    const bool recvOnly = steps.size() >= start_ + 2 && steps.back().recvPeer >= 0 && steps.back().sendPeer < 0;
+    last_ = recvOnly ? steps.size() - 1 : SIZE_MAX;
   }
 
  private:
