@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: 2026 The mixccl authors
 
-// Throughput of the host reduction kernels against memcpy, on buffers far larger than the caches.
-// Built as build/perf/bench_reduce (not installed).
-// Usage: bench_reduce [MiB per array, default 64] [repetitions, default 10]
+// Throughput of the host reduction kernels against memcpy: by default on buffers far larger than
+// the caches (the tuner's beta and gamma for data in memory), or on small ones (16K: the
+// in-cache costs, docs/TUNING.md "Constants"). Built as build/perf/bench_reduce (not installed).
+// Usage: bench_reduce [bytes per array: MiB, or with a K/M suffix; default 64] [repetitions, default 10]
 // "traffic" counts every byte read or written once (reduce: a + b + dst; memcpy: src + dst), which
 // is the number to compare with the machine's memory bandwidth.
 
@@ -20,16 +21,28 @@
 
 namespace {
 
-double bestSeconds(int reps, const std::function<void()>& fn) {
+// Best seconds per call of `fn` over `reps` samples; a sample repeats `inner` calls, so that
+// small arrays (a few microseconds a call) are timed over many calls.
+double bestSeconds(int reps, int inner, const std::function<void()>& fn) {
   fn();  // fault the pages in and warm the branch predictors
   double best = 1e30;
   for (int r = 0; r < reps; ++r) {
     auto t0 = std::chrono::steady_clock::now();
-    fn();
+    for (int i = 0; i < inner; ++i) fn();
     auto t1 = std::chrono::steady_clock::now();
-    best = std::min(best, std::chrono::duration<double>(t1 - t0).count());
+    best = std::min(best, std::chrono::duration<double>(t1 - t0).count() / inner);
   }
   return best;
+}
+
+// "64" (MiB), "16K", "2M": bytes; 0 when malformed.
+size_t parseBytes(const char* text) {
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(text, &end, 10);
+  if (end == text) return 0;
+  if (*end == '\0' || std::strcmp(end, "M") == 0) return static_cast<size_t>(v) << 20;
+  if (std::strcmp(end, "K") == 0) return static_cast<size_t>(v) << 10;
+  return 0;
 }
 
 void report(const char* what, size_t bytesPerArray, int arrays, double sec) {
@@ -42,9 +55,15 @@ void report(const char* what, size_t bytesPerArray, int arrays, double sec) {
 
 int main(int argc, char** argv) {
   using namespace mixccl;
-  const size_t mib = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 64;
+  const size_t bytes = argc > 1 ? parseBytes(argv[1]) : size_t{64} << 20;
   const int reps = argc > 2 ? std::atoi(argv[2]) : 10;
-  const size_t bytes = mib << 20;
+  if (bytes == 0 || bytes % 64 != 0 || reps < 1) {
+    std::fprintf(stderr, "usage: %s [bytes per array: MiB, or a multiple of 64 with a K/M suffix] [repetitions]\n",
+                 argv[0]);
+    return 2;
+  }
+  // About 64 MiB of output per sample whatever the size.
+  const int inner = static_cast<int>(std::max<size_t>(1, (size_t{64} << 20) / bytes));
   std::vector<unsigned char> a(bytes), b(bytes), d(bytes);
   // Realistic data: values in [-2, 2) written in each case's data type (see fill()).
   auto fill = [&](DataType dtype) {
@@ -60,8 +79,8 @@ int main(int argc, char** argv) {
       std::memcpy(&b[off], tmp, elem);
     }
   };
-  std::printf("arrays of %zu MiB, best of %d\n", mib, reps);
-  report("memcpy", bytes, 2, bestSeconds(reps, [&] { std::memcpy(d.data(), a.data(), bytes); }));
+  std::printf("arrays of %zu KiB, best of %d samples of %d calls\n", bytes >> 10, reps, inner);
+  report("memcpy", bytes, 2, bestSeconds(reps, inner, [&] { std::memcpy(d.data(), a.data(), bytes); }));
 
   struct Case {
     DataType dtype;
@@ -90,7 +109,7 @@ int main(int argc, char** argv) {
       encodeScalar(c.dtype, 0.25, spec.scalar);
       const size_t count = bytes / dataTypeSize(c.dtype);
       void* dst = c.inPlace ? static_cast<void*>(a.data()) : static_cast<void*>(d.data());
-      const double sec = bestSeconds(reps, [&] {
+      const double sec = bestSeconds(reps, inner, [&] {
         if (!ok(host::reduceWithIsa(isa, dst, a.data(), b.data(), count, spec, true, false))) std::abort();
       });
       char label[128];

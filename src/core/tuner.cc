@@ -231,8 +231,8 @@ algo::LinkModel linkModel(const TuneFacts& facts) {
   // Oversubscribed (k ranks per core): a hop waits until the receiver is scheduled among the k
   // ranks of its core. Measured latency per hop on the 2-core machine was 3.6x alpha at k = 2 and
   // 12.5x at k = 4 (8 B recursive doubling at 4 and 8 ranks, perf/tuner-sweep); k^2 follows both.
-  // Byte costs stay: scaling beta and gamma by k too (a rank runs a k-th of the time) picked
-  // worse at 4 KiB-2 MiB in the same sweep, where the copies run from cache faster than beta says.
+  // Byte costs stay here: scaled by k at memory speed they picked worse at 4 KiB-2 MiB in the
+  // same sweep; callModel() scales the in-cache costs, the CPU's, by k instead.
   // A send that does not wait (one-shot's p-1 copies) costs the sender the unscaled alpha.
   const double k = std::max(1, facts.ranksPerCore);
   m.send = m.alpha;
@@ -240,19 +240,39 @@ algo::LinkModel linkModel(const TuneFacts& facts) {
   return m;
 }
 
+// Bytes one rank's buffers hold for a call of `bytes` (predictSeconds()' n) at p ranks: its input
+// and output, the root's for the rooted collectives.
+uint64_t touchedPerRank(CollKind kind, uint64_t p, uint64_t bytes) {
+  switch (kind) {
+    case CollKind::kAllGather:
+    case CollKind::kReduceScatter:
+    case CollKind::kGather:
+    case CollKind::kScatter:
+      return (p + 1) * bytes;
+    case CollKind::kAlltoAll:
+      return 2 * p * bytes;
+    default:
+      return 2 * bytes;
+  }
+}
+
 algo::LinkModel callModel(const TuneFacts& facts, CollKind kind, uint64_t bytes) {
   algo::LinkModel m = linkModel(facts);
-  // A send staged by a pass of its own (cost.h, `stage`) costs a copy at the memory's speed, the
-  // same copy beta measures, when the data it reads has left the core's cache: when the ranks of
-  // a core touch more than kCacheBytesPerCore between them (their input and output). Below that
-  // the pass reads the cache, several times faster, and the model has always left it out; the
-  // small sizes were tuned that way (docs/TUNING.md, "Staged sends").
+  // Beyond the cache: linkModel()'s memory-speed costs, and a send staged by a pass of its own
+  // (cost.h, `stage`) costs the copy beta measures once the data it reads has left the core's
+  // cache, that is when the ranks of a core touch more than kCacheBytesPerCore between them.
+  // Within it: copies and reductions run at the cache's speed, several times memory's, and the
+  // staging pass is left out (docs/TUNING.md, "Data in the cache"). There the CPU's work is what a
+  // byte costs, and the k ranks of a core share one CPU, so the in-cache costs are scaled by k.
+  // Priced at memory speed instead, the small sizes let the halving forms' saved reductions
+  // outweigh their extra hops: Rabenseifner at 2 ranks from 5 KiB, measured 1.2x slower than
+  // recursive doubling at 8 and 16 KiB.
   const uint64_t p = static_cast<uint64_t>(std::max(1, facts.nranks));
-  uint64_t perRank = 0;
-  if (kind == CollKind::kAllReduce) perRank = 2 * bytes;
-  if (kind == CollKind::kAllGather || kind == CollKind::kReduceScatter) perRank = (p + 1) * bytes;
-  const uint64_t perCore = perRank * static_cast<uint64_t>(std::max(1, facts.ranksPerCore));
-  if (perCore <= kCacheBytesPerCore) m.stage = 0;
+  const uint64_t k = static_cast<uint64_t>(std::max(1, facts.ranksPerCore));
+  if (touchedPerRank(kind, p, bytes) * k > kCacheBytesPerCore) return m;
+  m.stage = 0;
+  if (facts.shm) m.beta = kInCacheBeta * static_cast<double>(k);
+  m.gamma = kInCacheGamma * static_cast<double>(k);
   return m;
 }
 
@@ -405,7 +425,10 @@ Result Tuner::choose(CollKind kind, uint64_t count, DataType dtype, TuneChoice* 
       snprintf(one, sizeof(one), "%s%s %.2f us", candidates.empty() ? "" : ", ", algo::algoName(al), t * 1e6);
       candidates += one;
     }
-    if (!found || t < out->seconds) {
+    // Equal costs (two forms that are one exchange at 2 ranks: recursive doubling and one-shot,
+    // the ring and recursive halving) go to the one listed first, whatever the last bit of the
+    // sums says: rounding must not pick the form.
+    if (!found || t < out->seconds * (1 - 1e-9)) {
       out->algo = al;
       out->seconds = t;
       found = true;

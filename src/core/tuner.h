@@ -67,9 +67,16 @@ algo::LinkModel linkModel(const TuneFacts& facts);
 // Like alpha and beta, a measured constant of that machine, not a fact read at run time.
 constexpr uint64_t kCacheBytesPerCore = 1 << 20;
 
-// The model one call is priced with (Tuner::choose): linkModel(), with a staged send's pass
-// (algo::LinkModel::stage) priced only when the data the call's ranks touch on one core (input
-// and output, `bytes` per rank as predictSeconds() counts them) exceeds kCacheBytesPerCore.
+// Seconds per byte of a shared-memory message and of a reduction while a call's data stays in the
+// cache (the development machine's, docs/TUNING.md "Data in the cache"): broadcast_perf at 2 ranks,
+// 16-256 KiB, about 10 GB/s one way; bench_reduce 64K-256K, float32 sum, about 20 GB/s of output.
+constexpr double kInCacheBeta = 1.0 / 10e9;
+constexpr double kInCacheGamma = 1.0 / 20e9;
+
+// The model one call is priced with (Tuner::choose): linkModel() when the data the call's ranks
+// touch on one core (input and output, `bytes` per rank as predictSeconds() counts them) exceeds
+// kCacheBytesPerCore, with a staged send's pass (algo::LinkModel::stage) priced; otherwise the
+// in-cache byte costs above, times the ranks per core, and no staging pass.
 algo::LinkModel callModel(const TuneFacts& facts, CollKind kind, uint64_t bytes);
 
 struct TuneChoice {

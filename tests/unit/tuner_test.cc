@@ -96,6 +96,59 @@ TEST(Tuner, StagedSendsGiveTheRingTheSizesBeyondTheCache) {
   EXPECT_EQ(callModel(f, CollKind::kAllReduce, 256 << 20).stage, 0);
 }
 
+// While a call's data stays in the cache, a byte costs the cache's speed (the shm copy and the
+// reduction), times the ranks that share a core's CPU; beyond it, linkModel()'s memory-speed costs.
+// Over a network beta stays the wire's. Priced at memory speed, the small sizes let Rabenseifner's
+// saved reductions outweigh its extra hops: at 2 ranks it was picked from 5 KiB and measured 1.2x
+// slower than recursive doubling at 8 and 16 KiB, as at 16 KiB on 4 ranks (docs/TUNING.md).
+TEST(Tuner, DataInTheCacheCostsTheCachesSpeedPerRankOfACore) {
+  TuneFacts f = twoRanksShm();
+  const uint64_t small = 8 << 10;
+  EXPECT_DOUBLE_EQ(callModel(f, CollKind::kAllReduce, small).beta, kInCacheBeta);
+  EXPECT_DOUBLE_EQ(callModel(f, CollKind::kAllReduce, small).gamma, kInCacheGamma);
+  EXPECT_DOUBLE_EQ(callModel(f, CollKind::kAllReduce, 64 << 20).beta, linkModel(f).beta);
+  EXPECT_DOUBLE_EQ(callModel(f, CollKind::kAllReduce, 64 << 20).gamma, linkModel(f).gamma);
+  // Every collective counts what its ranks touch: a 1 MiB broadcast leaves the cache too.
+  EXPECT_DOUBLE_EQ(callModel(f, CollKind::kBroadcast, 1 << 20).beta, linkModel(f).beta);
+  EXPECT_DOUBLE_EQ(callModel(f, CollKind::kAlltoAll, 512 << 10).beta, linkModel(f).beta);  // 2 x 2 x 512 KiB
+
+  const TuneFacts over = eightRanksOnTwoCores();
+  EXPECT_DOUBLE_EQ(callModel(over, CollKind::kAllReduce, small).beta, 4 * kInCacheBeta);
+  EXPECT_DOUBLE_EQ(callModel(over, CollKind::kAllReduce, small).gamma, 4 * kInCacheGamma);
+  EXPECT_DOUBLE_EQ(callModel(over, CollKind::kAllReduce, 256 << 10).beta, linkModel(over).beta);  // 2 x 4 x 256 KiB
+
+  TuneFacts net = twoRanksShm();
+  net.shm = false;
+  EXPECT_DOUBLE_EQ(callModel(net, CollKind::kAllReduce, small).beta, linkModel(net).beta);
+  EXPECT_DOUBLE_EQ(callModel(net, CollKind::kAllReduce, small).gamma, kInCacheGamma);
+
+  Tuner t;
+  ASSERT_EQ(t.configure("", "", f), Result::kSuccess);
+  EXPECT_EQ(chosen(t, CollKind::kAllReduce, (8 << 10) / 4), Algo::kRecursiveDoubling);
+  EXPECT_EQ(chosen(t, CollKind::kAllReduce, (16 << 10) / 4), Algo::kRecursiveDoubling);
+  EXPECT_NE(chosen(t, CollKind::kAllReduce, (256 << 10) / 4), Algo::kRecursiveDoubling);
+  TuneFacts four = twoRanksShm();
+  four.nranks = 4;
+  four.ranksPerCore = 2;
+  ASSERT_EQ(t.configure("", "", four), Result::kSuccess);
+  EXPECT_EQ(chosen(t, CollKind::kAllReduce, (16 << 10) / 4), Algo::kRecursiveDoubling);
+  EXPECT_EQ(chosen(t, CollKind::kAllReduce, (64 << 10) / 4), Algo::kRabenseifner);
+}
+
+// At 2 ranks one-shot and recursive doubling are one exchange at the same cost, as are the ring
+// and recursive halving: the form listed first takes the tie at every size, not the last bit of a
+// sum (one-shot, which folds through scratch, measured 5-20 % slower at 4-16 KiB).
+TEST(Tuner, EqualCostsGoToTheFormListedFirst) {
+  Tuner t;
+  ASSERT_EQ(t.configure("", "", twoRanksShm()), Result::kSuccess);
+  for (uint64_t bytes = 4; bytes <= (4 << 10); bytes *= 2) {
+    EXPECT_EQ(chosen(t, CollKind::kAllReduce, bytes / 4), Algo::kRecursiveDoubling) << bytes;
+  }
+  for (uint64_t bytes = 4; bytes <= (uint64_t{64} << 20); bytes *= 4) {
+    EXPECT_EQ(chosen(t, CollKind::kReduceScatter, bytes / 4), Algo::kRing) << bytes;
+  }
+}
+
 // The scatter + all-gather broadcast spares the root's link: the tuner takes it on its own over a
 // network, never among ranks that all share memory (Tuner::autoChoices), where it measured at best
 // 2 % ahead of the tree or the chain and mostly far behind; by name it still runs there.
