@@ -240,6 +240,8 @@ algo::LinkModel linkModel(const TuneFacts& facts) {
   return m;
 }
 
+namespace {
+
 // Bytes one rank's buffers hold for a call of `bytes` (predictSeconds()' n) at p ranks: its input
 // and output, the root's for the rooted collectives.
 uint64_t touchedPerRank(CollKind kind, uint64_t p, uint64_t bytes) {
@@ -255,6 +257,8 @@ uint64_t touchedPerRank(CollKind kind, uint64_t p, uint64_t bytes) {
       return 2 * bytes;
   }
 }
+
+}  // namespace
 
 algo::LinkModel callModel(const TuneFacts& facts, CollKind kind, uint64_t bytes) {
   algo::LinkModel m = linkModel(facts);
