@@ -4,7 +4,7 @@
 // Throughput of the host reduction kernels against memcpy: by default on buffers far larger than
 // the caches (the tuner's beta and gamma for data in memory), or on small ones (16K: the
 // in-cache costs, docs/TUNING.md "Constants"). Built as build/perf/bench_reduce (not installed).
-// Usage: bench_reduce [bytes per array: MiB, or with a K/M suffix; default 64] [repetitions, default 10]
+// Usage: bench_reduce [bytes per array: MiB, or with a K/M/G suffix; default 64] [repetitions, default 10]
 // "traffic" counts every byte read or written once (reduce: a + b + dst; memcpy: src + dst), which
 // is the number to compare with the machine's memory bandwidth.
 
@@ -14,8 +14,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <optional>
+#include <string>
 #include <vector>
 
+#include "perf/common/size.h"
 #include "src/device/device_backend.h"
 #include "src/device/host/reduce_kernels.h"
 
@@ -35,14 +38,14 @@ double bestSeconds(int reps, int inner, const std::function<void()>& fn) {
   return best;
 }
 
-// "64" (MiB), "16K", "2M": bytes; 0 when malformed.
-size_t parseBytes(const char* text) {
-  char* end = nullptr;
-  const unsigned long long v = std::strtoull(text, &end, 10);
-  if (end == text) return 0;
-  if (*end == '\0' || std::strcmp(end, "M") == 0) return static_cast<size_t>(v) << 20;
-  if (std::strcmp(end, "K") == 0) return static_cast<size_t>(v) << 10;
-  return 0;
+// A bare number is MiB (the tool's first usage); otherwise the perf tools' sizes ("16K", "2M").
+// 0 when malformed.
+size_t parseBytes(const std::string& text) {
+  if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos) {
+    const std::optional<size_t> mib = mixccl::perf::parseSize(text);
+    return mib ? *mib << 20 : 0;
+  }
+  return mixccl::perf::parseSize(text).value_or(0);
 }
 
 void report(const char* what, size_t bytesPerArray, int arrays, double sec) {
@@ -58,7 +61,7 @@ int main(int argc, char** argv) {
   const size_t bytes = argc > 1 ? parseBytes(argv[1]) : size_t{64} << 20;
   const int reps = argc > 2 ? std::atoi(argv[2]) : 10;
   if (bytes == 0 || bytes % 64 != 0 || reps < 1) {
-    std::fprintf(stderr, "usage: %s [bytes per array: MiB, or a multiple of 64 with a K/M suffix] [repetitions]\n",
+    std::fprintf(stderr, "usage: %s [bytes per array: MiB, or a multiple of 64 with a K/M/G suffix] [repetitions]\n",
                  argv[0]);
     return 2;
   }

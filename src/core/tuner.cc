@@ -242,20 +242,14 @@ algo::LinkModel linkModel(const TuneFacts& facts) {
 
 namespace {
 
-// Bytes one rank's buffers hold for a call of `bytes` (predictSeconds()' n) at p ranks: its input
-// and output, the root's for the rooted collectives.
-uint64_t touchedPerRank(CollKind kind, uint64_t p, uint64_t bytes) {
-  switch (kind) {
-    case CollKind::kAllGather:
-    case CollKind::kReduceScatter:
-    case CollKind::kGather:
-    case CollKind::kScatter:
-      return (p + 1) * bytes;
-    case CollKind::kAlltoAll:
-      return 2 * p * bytes;
-    default:
-      return 2 * bytes;
-  }
+// Bytes the root's buffers hold for a call of `bytes` (predictSeconds()' n) at p ranks: its input
+// and output as algo::inputElems()/outputElems() count them, in bytes. The root touches the most.
+uint64_t touchedPerRank(CollKind kind, int p, uint64_t bytes) {
+  algo::CollArgs a;
+  a.kind = kind;
+  a.nranks = p;
+  a.count = bytes;
+  return algo::inputElems(a) + algo::outputElems(a);
 }
 
 }  // namespace
@@ -271,9 +265,8 @@ algo::LinkModel callModel(const TuneFacts& facts, CollKind kind, uint64_t bytes)
   // Priced at memory speed instead, the small sizes let the halving forms' saved reductions
   // outweigh their extra hops: Rabenseifner at 2 ranks from 5 KiB, measured 1.2x slower than
   // recursive doubling at 8 and 16 KiB.
-  const uint64_t p = static_cast<uint64_t>(std::max(1, facts.nranks));
   const uint64_t k = static_cast<uint64_t>(std::max(1, facts.ranksPerCore));
-  if (touchedPerRank(kind, p, bytes) * k > kCacheBytesPerCore) return m;
+  if (touchedPerRank(kind, std::max(1, facts.nranks), bytes) * k > kCacheBytesPerCore) return m;
   m.stage = 0;
   if (facts.shm) m.beta = kInCacheBeta * static_cast<double>(k);
   m.gamma = kInCacheGamma * static_cast<double>(k);
