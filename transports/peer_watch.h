@@ -32,11 +32,14 @@ class PeerWatch {
 
   // One more call that found nothing to do. True once per kCheckInterval of uninterrupted
   // idling: time for the checks that cost a system call (peerAlive(), a transport's own).
+  // A wait's clock starts at its kCallsPerClockRead-th idle call, not its first: most waits of a
+  // small collective end within a few polls, and a clock reading costs about as much as the
+  // rest of such a call's poll (a stall is thus timed from microseconds after it began).
   bool due() {
-    if (++idleCalls_ % kCallsPerClockRead != 1) return false;
+    if (++idleCalls_ % kCallsPerClockRead != 0) return false;
     auto now = std::chrono::steady_clock::now();
-    if (idleCalls_ == 1) {
-      idleSince_ = now;  // first idle call of a new wait: start its clock
+    if (idleCalls_ == kCallsPerClockRead) {
+      idleSince_ = now;  // the wait's first reading: start its clock
       return false;
     }
     if (now - idleSince_ < kCheckInterval) return false;

@@ -134,7 +134,7 @@ ncclResult_t submit(const CollCall& c) {
     mixccl::log::RankScope scope(comm->rank());
     r = validate(c, comm);
     if (r != Result::kSuccess) return mixccl::group::noteError(r);
-    auto op = std::make_unique<mixccl::Op>();
+    std::unique_ptr<mixccl::Op> op = mixccl::group::newOp();
     op->comm = comm;
     op->kind = c.kind;
     op->input = c.sendbuff;

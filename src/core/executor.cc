@@ -923,6 +923,12 @@ void Stream::reset() {
 }
 
 void partitionOps(const std::vector<Op*>& ops, std::vector<Stream>* streams) {
+  if (ops.size() == 1) {  // a call outside a group: one stream, nothing to sort
+    streams->resize(1);
+    (*streams)[0].reset();
+    (*streams)[0].push(ops[0]);
+    return;
+  }
   using Key = std::tuple<Communicator*, int, int>;  // (comm, kind, peer) of a stream
   auto keyOf = [](const Op* op) {
     int peer = -1;

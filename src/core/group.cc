@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <new>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -39,6 +40,10 @@ struct ThreadGroup {
   std::vector<Op*> sync;                              // runOps
   std::vector<Stream> streams;                        // runOps
   std::vector<std::unique_ptr<Op>> single;            // submit outside a group
+  // The operation of the last call outside a group that ran here, for the next call (newOp()).
+  // It keeps its schedule: a repeated call finds the same one, and handing it over keeps the
+  // reference count, and its two locked instructions, out of the call.
+  std::unique_ptr<Op> spare;
 };
 ThreadGroup& threadGroup() { return PerThread<ThreadGroup>::get(); }
 GroupState& state() { return threadGroup().group; }
@@ -67,10 +72,15 @@ class CallerSlots {
 };
 
 // Issues `ops` (sequence numbers and stamps in issue order), queues the operations of
-// communicators whose work is asynchronous (engine.h) and runs the rest here.
-Result runOps(std::vector<std::unique_ptr<Op>>& ops) {
+// communicators whose work is asynchronous (engine.h) and runs the rest here. `callHolds`: the
+// API call that runs them holds the caller slot of, and a pin on, every communicator of `ops`
+// already (an operation outside a group), so this run takes neither again: each is a locked
+// instruction, and a small collective's call pays for every one of them.
+Result runOps(std::vector<std::unique_ptr<Op>>& ops, bool callHolds) {
   CallerSlots slots;  // before anything of a communicator changes, sequence numbers included
-  for (auto& op : ops) MIXCCL_TRY(slots.claim(op->comm));
+  if (!callHolds) {
+    for (auto& op : ops) MIXCCL_TRY(slots.claim(op->comm));
+  }
   // Per communicator in order of first appearance: whether any of its operations is queued. Then
   // all of its operations of this group go into one batch, so grouped sends and receives still
   // progress together; NULL-stream ones among them complete before the call returns.
@@ -87,13 +97,17 @@ Result runOps(std::vector<std::unique_ptr<Op>>& ops) {
   struct Pins {
     std::vector<std::pair<Communicator*, bool>>& comms;
     CallerSlots& slots;
+    bool held;  // by the API call (callHolds)
     ~Pins() {
       slots.release();
+      if (held) return;
       for (auto& c : comms) c.first->leaveCall();
     }
   };
-  for (auto& c : comms) c.first->enterCall();
-  Pins pins{comms, slots};
+  if (!callHolds) {
+    for (auto& c : comms) c.first->enterCall();
+  }
+  Pins pins{comms, slots, callHolds};
   auto queued = [&](Communicator* c) {
     return std::find_if(comms.begin(), comms.end(), [&](const auto& e) { return e.first == c; })->second;
   };
@@ -175,7 +189,7 @@ Result finish(const char* fn, bool run) {
                 firstMessage.c_str());
   }
   if (run && !ops.empty()) {
-    Result done = runOps(ops);
+    Result done = runOps(ops, /*callHolds=*/false);
     if (r == Result::kSuccess) r = done;
   }
   return r;
@@ -219,13 +233,31 @@ Result submit(std::unique_ptr<Op> op) {
     state().ops.push_back(std::move(op));
     return Result::kSuccess;
   }
-  auto& ops = threadGroup().single;
+  ThreadGroup& scratch = threadGroup();
+  auto& ops = scratch.single;
   struct Done {  // the operation goes with the call, also when something throws
-    std::vector<std::unique_ptr<Op>>& ops;
-    ~Done() { ops.clear(); }
-  } done{ops};
+    ThreadGroup& scratch;
+    ~Done() {
+      // Ran here (a queued one went to the engine): kept for the next call, all but its schedule
+      // back to a new operation's state (its scratch memory returns to the pool now).
+      if (scratch.single.size() == 1 && scratch.single[0] != nullptr && scratch.spare == nullptr) {
+        std::unique_ptr<Op> op = std::move(scratch.single[0]);
+        std::shared_ptr<const algo::Schedule> schedule = std::move(op->schedule);
+        op->~Op();
+        new (op.get()) Op();
+        op->schedule = std::move(schedule);
+        scratch.spare = std::move(op);
+      }
+      scratch.single.clear();
+    }
+  } done{scratch};
   ops.push_back(std::move(op));
-  return runOps(ops);
+  return runOps(ops, /*callHolds=*/true);
+}
+
+std::unique_ptr<Op> newOp() {
+  std::unique_ptr<Op> spare = std::move(threadGroup().spare);
+  return spare != nullptr ? std::move(spare) : std::make_unique<Op>();
 }
 
 Result noteError(Result r) {

@@ -32,7 +32,12 @@ Result end();
 Result simulateEnd(double* estimatedSeconds);
 bool active();
 
-// Runs `op` now (outside a group) or queues it (inside). Takes ownership.
+// A new operation for submit(): fields as Op{} has them, except that `schedule` may hold the one
+// of an earlier call of this thread (prepareOp() replaces or clears it).
+std::unique_ptr<Op> newOp();
+
+// Runs `op` now (outside a group) or queues it (inside). Takes ownership. The calling API function
+// holds op->comm's caller slot and a pin on it (api/handle.h, lookupReadyComm) until it returns.
 Result submit(std::unique_ptr<Op> op);
 
 // Records an error of a call made inside a group so that groupEnd() reports it too; returns `r`.

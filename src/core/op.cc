@@ -82,9 +82,10 @@ Result prepareOp(Op* op) {
   // A repeated call also finds its schedule here (planOp then skips its own lookup).
   const PlanKey key = planKeyOf(*op);
   const bool logged = log::enabled(log::Level::kInfo, log::kTune);
-  if (!logged && comm->plans().findDecision(key, &op->algo, &op->predictedSeconds, &op->schedule)) {
+  if (!logged && comm->plans().findDecisionAsCaller(key, &op->algo, &op->predictedSeconds, &op->schedule)) {
     return Result::kSuccess;
   }
+  op->schedule = nullptr;  // an earlier call's (group::newOp); planOp() finds or builds this one's
   TuneChoice choice;
   MIXCCL_TRY(comm->tuner().choose(op->kind, op->count, op->dtype, &choice));
   op->algo = choice.algo;

@@ -24,6 +24,28 @@ bool PlanCache::findDecision(const PlanKey& key, algo::Algo* algo, double* secon
   return false;
 }
 
+bool PlanCache::findDecisionAsCaller(const PlanKey& key, algo::Algo* algo, double* seconds,
+                                     std::shared_ptr<const algo::Schedule>* schedule) {
+  const Recent& r = recent_;
+  if (r.schedule != nullptr && r.key.sameDecision(key) && r.key.root == key.root &&
+      r.key.chunkElems == key.chunkElems) {
+    *algo = r.key.algo;
+    *seconds = r.seconds;
+    if (*schedule != r.schedule) *schedule = r.schedule;  // the same one: no reference to count
+    return true;
+  }
+  std::shared_ptr<const algo::Schedule> found;
+  const bool hit = findDecision(key, algo, seconds, &found);
+  if (found != nullptr) {
+    recent_.key = key;
+    recent_.key.algo = *algo;
+    recent_.seconds = *seconds;
+    recent_.schedule = found;
+  }
+  *schedule = std::move(found);
+  return hit;
+}
+
 void PlanCache::storeDecision(const PlanKey& key, algo::Algo algo, double seconds) {
   std::lock_guard<std::mutex> lock(mutex_);
   for (const Entry& e : entries_) {

@@ -13,7 +13,7 @@
 // whatever the calls.
 //
 // Threading: any thread (the caller's prepareOp, the progress thread's planOp); one mutex, held
-// only for the lookup or the store, never while building.
+// only for the lookup or the store, never while building. findDecisionAsCaller is the caller's.
 
 #include <cstdint>
 #include <memory>
@@ -46,6 +46,13 @@ class PlanCache {
   // it is.
   bool findDecision(const PlanKey& key, algo::Algo* algo, double* seconds,
                     std::shared_ptr<const algo::Schedule>* schedule = nullptr);
+  // findDecision() for the thread that holds the communicator's caller slot (prepareOp) only. It
+  // remembers the last hit that carried a schedule and answers a repeat of it without the mutex,
+  // whose two locked instructions were about a tenth of a small call outside the wait. Unlike
+  // findDecision(), *schedule always receives the answer: the schedule, or nullptr when none is
+  // remembered for key's root and chunk size (also on a miss).
+  bool findDecisionAsCaller(const PlanKey& key, algo::Algo* algo, double* seconds,
+                            std::shared_ptr<const algo::Schedule>* schedule);
   void storeDecision(const PlanKey& key, algo::Algo algo, double seconds);
   // The schedule for the whole key, if remembered (nullptr otherwise).
   std::shared_ptr<const algo::Schedule> findSchedule(const PlanKey& key);
@@ -65,6 +72,14 @@ class PlanCache {
     uint64_t lastUse = 0;
   };
   Entry& slotFor(const PlanKey& key);  // the entry to (re)use for key; mutex_ held
+
+  // findDecisionAsCaller's last hit (key.algo is its decision); the caller's alone, no mutex.
+  struct Recent {
+    PlanKey key;
+    double seconds = 0;
+    std::shared_ptr<const algo::Schedule> schedule;  // nullptr: nothing remembered
+  };
+  Recent recent_;
 
   std::mutex mutex_;
   Entry entries_[kEntries];

@@ -91,6 +91,47 @@ TEST(PlanCache, HitsOnlyTheSameCall) {
   EXPECT_EQ(c.findSchedule(keyOf(CollKind::kAllReduce, 8)), s1);
 }
 
+// The caller's lookup answers exactly as findDecision() does, also once it remembers the last hit,
+// and always overwrites *schedule: the operation it fills may hold an earlier call's schedule
+// (group::newOp), which must never run a call it was not built for.
+TEST(PlanCache, CallersLookupNeverLeavesAnotherCallsSchedule) {
+  PlanCache c;
+  Algo a = Algo::kDefault;
+  double t = 0;
+  const auto stale = scheduleWith(9);
+  std::shared_ptr<const algo::Schedule> got = stale;
+  EXPECT_FALSE(c.findDecisionAsCaller(keyOf(CollKind::kBroadcast, 8, 1), &a, &t, &got));
+  EXPECT_EQ(got, nullptr);
+  const auto s = scheduleWith(4);
+  c.storeDecision(keyOf(CollKind::kBroadcast, 8), Algo::kBinomialTree, 2e-6);
+  got = stale;
+  ASSERT_TRUE(c.findDecisionAsCaller(keyOf(CollKind::kBroadcast, 8, 1), &a, &t, &got));  // no schedule yet
+  EXPECT_EQ(a, Algo::kBinomialTree);
+  EXPECT_EQ(got, nullptr);
+  c.storeSchedule(keyOf(CollKind::kBroadcast, 8, 1, Algo::kBinomialTree), s);
+  for (int repeat = 0; repeat < 3; ++repeat) {  // the first through the mutex, then remembered
+    got = repeat == 1 ? stale : got;
+    a = Algo::kDefault;
+    t = 0;
+    ASSERT_TRUE(c.findDecisionAsCaller(keyOf(CollKind::kBroadcast, 8, 1), &a, &t, &got)) << repeat;
+    EXPECT_EQ(a, Algo::kBinomialTree) << repeat;
+    EXPECT_EQ(t, 2e-6) << repeat;
+    EXPECT_EQ(got, s) << repeat;
+  }
+  // Another root, chunk size or count after the remembered hit: not its schedule.
+  got = s;
+  ASSERT_TRUE(c.findDecisionAsCaller(keyOf(CollKind::kBroadcast, 8, 0), &a, &t, &got));
+  EXPECT_EQ(got, nullptr);
+  PlanKey chunk = keyOf(CollKind::kBroadcast, 8, 1);
+  chunk.chunkElems = 7;
+  got = s;
+  ASSERT_TRUE(c.findDecisionAsCaller(chunk, &a, &t, &got));
+  EXPECT_EQ(got, nullptr);
+  got = s;
+  EXPECT_FALSE(c.findDecisionAsCaller(keyOf(CollKind::kBroadcast, 16, 1), &a, &t, &got));
+  EXPECT_EQ(got, nullptr);
+}
+
 TEST(PlanCache, BoundedAndLeastRecentlyUsedOut) {
   PlanCache c;
   Algo a;
