@@ -148,6 +148,11 @@ class Communicator {
   }
   // Closing tokens this rank, a root that only sent, has yet to read (owed_tokens.h).
   OwedTokens& owedTokens() { return owed_; }
+  // The last schedule whose connections on `lane` were all created (Stream::connectAll): a repeat
+  // of it needs none created, since connections live as long as the communicator. Holding it keeps
+  // its address from being reused by another schedule. For whoever runs the operations (one at a
+  // time, engine.h), like owedTokens().
+  std::shared_ptr<const algo::Schedule>& connectedSchedule(int lane) { return connected_[lane]; }
   // What this communicator's calls wait for (hang reports).
   WaitBoard& board() { return board_; }
   const WaitBoard& board() const { return board_; }
@@ -240,6 +245,7 @@ class Communicator {
   std::vector<uint64_t> sendSeq_, recvSeq_;  // per peer
   std::map<std::vector<int>, uint32_t> shrinkSeq_;
   OwedTokens owed_;
+  std::shared_ptr<const algo::Schedule> connected_[kNumLanes];
   WaitBoard board_;
   UserRegions regions_;
 

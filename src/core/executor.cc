@@ -429,7 +429,11 @@ Result Stream::progress(bool* advanced) {
     const auto& steps = op.schedule->steps;
     if (stepIndex_ == 0 && !connected_) {
       op.comm->dropStaleRegions();
-      MIXCCL_TRY(connectAll(op));
+      std::shared_ptr<const algo::Schedule>& done = op.comm->connectedSchedule(op.lane);
+      if (done != op.schedule) {
+        MIXCCL_TRY(connectAll(op));
+        done = op.schedule;
+      }
       connected_ = true;
     }
     // Issue steps while there is room, then retire what the device finished; retiring only

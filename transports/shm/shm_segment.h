@@ -65,6 +65,12 @@ struct alignas(64) ShmSlotLine {
 static_assert(sizeof(ShmSlotLine) == 64, "a slot line is one cache line");
 constexpr size_t kShmInlineBytes = sizeof(ShmSlotLine::inlineData);
 
+// The ring position (line and slot) of message `seq` in a lane of `depth` slots: a mask for the
+// power-of-two depths of every default, since a 64-bit division costs tens of cycles and a small
+// message takes several of them on each side.
+inline uint64_t shmRingIndex(uint64_t seq, uint32_t depth) {
+  return (depth & (depth - 1)) == 0 ? seq & (depth - 1) : seq % depth;
+}
 inline size_t shmSlotsOffset(uint32_t depth) { return alignUp(kLineOffset + depth * sizeof(ShmSlotLine), kShmPage); }
 inline size_t shmSlotStride(size_t slotBytes) { return alignUp(slotBytes == 0 ? 1 : slotBytes, kShmPage); }
 inline size_t shmTotalBytes(uint32_t depth, size_t slotBytes) {

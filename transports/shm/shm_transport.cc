@@ -82,7 +82,7 @@ class ShmSendConnection final : public SendConnection {
       if (next - cachedTail_ >= depth_) return waitIdle();
     }
     watch_.progressed();
-    *slot = map_.slot(depth_, slotBytes_, next % depth_);
+    *slot = map_.slot(depth_, slotBytes_, shmRingIndex(next, depth_));
     ++acquired_;
     return Result::kSuccess;
   }
@@ -93,9 +93,10 @@ class ShmSendConnection final : public SendConnection {
                   bytes, peer_.rank, slotBytes_);
     }
     --acquired_;
-    ShmSlotLine& line = map_.lines()[head_ % depth_];
+    ShmSlotLine& line = map_.lines()[shmRingIndex(head_, depth_)];
     // A small payload also goes into the line, so the receiver fetches one cache line.
-    if (bytes <= kShmInlineBytes) memcpy(line.inlineData, map_.slot(depth_, slotBytes_, head_ % depth_), bytes);
+    if (bytes <= kShmInlineBytes)
+      memcpy(line.inlineData, map_.slot(depth_, slotBytes_, shmRingIndex(head_, depth_)), bytes);
     line.bytes = bytes;
     line.stamp = stamp;
     ++head_;
@@ -178,7 +179,7 @@ class ShmRecvConnection final : public RecvConnection {
     // A line further ahead than the ring is deep would be an older message's.
     if (ahead >= depth_) return Result::kInProgress;
     const uint64_t idx = tail_ + ahead;
-    const ShmSlotLine& line = map_.lines()[idx % depth_];
+    const ShmSlotLine& line = map_.lines()[shmRingIndex(idx, depth_)];
     if (line.seq.load(std::memory_order_acquire) != idx + 1) return ahead == 0 ? waitIdle() : Result::kInProgress;
     if (idx + 1 > arrived_) arrived_ = idx + 1;
     watch_.progressed();
@@ -188,8 +189,9 @@ class ShmRecvConnection final : public RecvConnection {
       return fail(Result::kRemoteError, "shm: rank %d (host %s) wrote a %zu-byte message into a %zu-byte slot",
                   peer_.rank, peer_.host.c_str(), *bytes, slotBytes_);
     }
-    *data = *bytes <= kShmInlineBytes ? static_cast<const void*>(line.inlineData)
-                                      : static_cast<const void*>(map_.slot(depth_, slotBytes_, idx % depth_));
+    *data = *bytes <= kShmInlineBytes
+                ? static_cast<const void*>(line.inlineData)
+                : static_cast<const void*>(map_.slot(depth_, slotBytes_, shmRingIndex(idx, depth_)));
     return Result::kSuccess;
   }
 
@@ -240,7 +242,9 @@ class ShmRecvConnection final : public RecvConnection {
   int lane_;
   PeerWatch watch_;
   bool senderMapped_ = false;
-  bool arrivedAtTail() const { return map_.lines()[tail_ % depth_].seq.load(std::memory_order_acquire) == tail_ + 1; }
+  bool arrivedAtTail() const {
+    return map_.lines()[shmRingIndex(tail_, depth_)].seq.load(std::memory_order_acquire) == tail_ + 1;
+  }
 
   uint64_t tail_ = 0;     // next message index to read (mirrors the shared tail)
   uint64_t arrived_ = 0;  // messages seen complete (peekAt); release() needs one past tail_
