@@ -66,40 +66,22 @@ Result foldOperands(const Op& op, const algo::Step& s, void* dst, void* slot) {
   return Result::kSuccess;
 }
 
-// Elements of this rank's input and output buffers (API semantics: count per rank, or per peer).
-uint64_t inputElems(const Op& op) {
-  const auto n = static_cast<uint64_t>(op.comm->nranks());
-  switch (op.kind) {
-    case CollKind::kReduceScatter:
-    case CollKind::kAlltoAll:
-    case CollKind::kScatter:
-      return op.count * n;
-    default:
-      return op.count;
-  }
-}
-uint64_t outputElems(const Op& op) {
-  const auto n = static_cast<uint64_t>(op.comm->nranks());
-  switch (op.kind) {
-    case CollKind::kAllGather:
-    case CollKind::kAlltoAll:
-    case CollKind::kGather:
-      return op.count * n;
-    default:
-      return op.count;
-  }
-}
-
 // No step of `op` writes its input: it does not overlap the output (in-place calls do). A
 // zero-copy send leaves the payload in the input until the peer fetched it, which may be after
 // later steps ran, so it needs this.
 bool inputStaysIntact(const Op& op) {
   if (op.kind == CollKind::kSend) return true;
   if (op.output == nullptr) return true;
+  algo::CollArgs shape;  // the buffers' sizes as the schedule builders count them
+  shape.kind = op.kind;
+  shape.rank = op.comm->rank();
+  shape.nranks = op.comm->nranks();
+  shape.root = op.root;
+  shape.count = op.count;
   const size_t elem = dataTypeSize(op.dtype);
   const auto in = reinterpret_cast<uintptr_t>(op.input);
   const auto out = reinterpret_cast<uintptr_t>(op.output);
-  return in + inputElems(op) * elem <= out || out + outputElems(op) * elem <= in;
+  return in + algo::inputElems(shape) * elem <= out || out + algo::outputElems(shape) * elem <= in;
 }
 
 // A step that only moves bytes (no reduction), on host memory with no work queue: the kind a
