@@ -93,10 +93,10 @@ class ShmSendConnection final : public SendConnection {
                   bytes, peer_.rank, slotBytes_);
     }
     --acquired_;
-    ShmSlotLine& line = map_.lines()[shmRingIndex(head_, depth_)];
+    const uint64_t at = shmRingIndex(head_, depth_);
+    ShmSlotLine& line = map_.lines()[at];
     // A small payload also goes into the line, so the receiver fetches one cache line.
-    if (bytes <= kShmInlineBytes)
-      memcpy(line.inlineData, map_.slot(depth_, slotBytes_, shmRingIndex(head_, depth_)), bytes);
+    if (bytes <= kShmInlineBytes) memcpy(line.inlineData, map_.slot(depth_, slotBytes_, at), bytes);
     line.bytes = bytes;
     line.stamp = stamp;
     ++head_;
@@ -179,7 +179,8 @@ class ShmRecvConnection final : public RecvConnection {
     // A line further ahead than the ring is deep would be an older message's.
     if (ahead >= depth_) return Result::kInProgress;
     const uint64_t idx = tail_ + ahead;
-    const ShmSlotLine& line = map_.lines()[shmRingIndex(idx, depth_)];
+    const uint64_t at = shmRingIndex(idx, depth_);
+    const ShmSlotLine& line = map_.lines()[at];
     if (line.seq.load(std::memory_order_acquire) != idx + 1) return ahead == 0 ? waitIdle() : Result::kInProgress;
     if (idx + 1 > arrived_) arrived_ = idx + 1;
     watch_.progressed();
@@ -189,9 +190,8 @@ class ShmRecvConnection final : public RecvConnection {
       return fail(Result::kRemoteError, "shm: rank %d (host %s) wrote a %zu-byte message into a %zu-byte slot",
                   peer_.rank, peer_.host.c_str(), *bytes, slotBytes_);
     }
-    *data = *bytes <= kShmInlineBytes
-                ? static_cast<const void*>(line.inlineData)
-                : static_cast<const void*>(map_.slot(depth_, slotBytes_, shmRingIndex(idx, depth_)));
+    *data = *bytes <= kShmInlineBytes ? static_cast<const void*>(line.inlineData)
+                                      : static_cast<const void*>(map_.slot(depth_, slotBytes_, at));
     return Result::kSuccess;
   }
 
