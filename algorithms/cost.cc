@@ -3,6 +3,10 @@
 
 // One function per algorithm family; each restates the cost line of its algorithm file in the
 // terms of cost.h. "msgs(x)" is the number of chunk-sized messages x bytes take.
+// Receives copied out of their slots (LinkModel::copyOut) are priced for the all-reduce forms,
+// which differ in them (recursive doubling and one-shot combine every receive; the ring,
+// Rabenseifner and the trees copy half or more of the result out). The forms of the other
+// collectives copy out the same bytes as one another.
 
 #include "algorithms/cost.h"
 
@@ -40,7 +44,8 @@ bool reduces(CollKind k) {
 // rank; the pipeline adds one message time per extra round. Only the origin of a pass stages its
 // send (its own segment); every relay writes its outgoing message in the step that reads the
 // incoming one (the reduce-scatter combines straight into the slot, the all-reduce's last combine
-// writes output and slot at once, the all-gather copies on the bytes it just wrote).
+// writes output and slot at once, the all-gather copies on the bytes it just wrote). Every rank
+// copies the p-1 segments of the all-reduce's gather pass out of the slot.
 double ring(CollKind kind, double p, double n, double chunk, const LinkModel& m) {
   if (p <= 1) return reduces(kind) ? n * m.gamma : 0;
   switch (kind) {
@@ -48,7 +53,7 @@ double ring(CollKind kind, double p, double n, double chunk, const LinkModel& m)
       const double seg = n / p;
       const double rounds = msgs(n, p * chunk);
       return (2 * (p - 1) + rounds - 1) * m.alpha + 2 * (p - 1) * seg * m.beta + (p - 1) * seg * m.gamma +
-             seg * m.stage;
+             seg * m.stage + (p - 1) * seg * m.copyOut;
     }
     case CollKind::kReduceScatter:
     case CollKind::kAllGather: {
@@ -162,7 +167,7 @@ double bruckGatherScatter(CollKind kind, double p, double n, double chunk, const
 
 // Rabenseifner all-reduce (rabenseifner_all_reduce.cc): log2(p2) halving rounds of p2/2^(j+1)
 // pieces of n/p2 bytes (combined), the same rounds back as doubling ones (copied), and a fold
-// (combined) and unfold of n bytes each when p is not a power of two. Every send is staged from
+// (combined) and unfold of n bytes each (copied out) when p is not a power of two. Every send is staged from
 // the input, scratch or the output (the halving rounds combine into scratch, as recursive
 // halving does).
 double rabenseifner(double p, double n, double chunk, const LinkModel& m) {
@@ -171,9 +176,9 @@ double rabenseifner(double p, double n, double chunk, const LinkModel& m) {
   double t = 0;
   for (int span = p2 / 2; span >= 1; span /= 2) {
     const double bytes = span * n / p2;
-    t += 2 * msgs(bytes, chunk) * m.alpha + bytes * (2 * (m.beta + m.stage) + m.gamma);
+    t += 2 * msgs(bytes, chunk) * m.alpha + bytes * (2 * (m.beta + m.stage) + m.gamma + m.copyOut);
   }
-  if (p2 < p) t += 2 * (msgs(n, chunk) * m.alpha + n * (m.beta + m.stage)) + n * m.gamma;
+  if (p2 < p) t += 2 * (msgs(n, chunk) * m.alpha + n * (m.beta + m.stage)) + n * (m.gamma + m.copyOut);
   return t;
 }
 
@@ -184,7 +189,7 @@ double rabenseifner(double p, double n, double chunk, const LinkModel& m) {
 // one latency, as a ring round does (the pipeline overlaps the rest). Two ranks run the ring's
 // very exchange, at the ring's cost. Interior nodes combine into the slot to their parent and
 // forward what they just received, as the ring's relays do; the busiest rank, a leaf of one
-// tree, stages its half of the input.
+// tree, stages its half of the input and copies out the other tree's half.
 double doubleBinaryTree(int p, double n, double chunk, const LinkModel& m) {
   if (p <= 1) return n * m.gamma;
   const DbtShape shape = dbtShape(p);
@@ -204,7 +209,7 @@ double doubleBinaryTree(int p, double n, double chunk, const LinkModel& m) {
     combines = p <= 3 ? p - 1 : p % 2 == 0 ? 3 : 4;
   }
   return hops * (m.alpha + piece * m.beta) + depth * piece * m.gamma +
-         (pieces - 1) * (m.alpha + piece * (sends * m.beta + combines * m.gamma)) + half * m.stage;
+         (pieces - 1) * (m.alpha + piece * (sends * m.beta + combines * m.gamma)) + half * (m.stage + m.copyOut);
 }
 
 }  // namespace
@@ -233,8 +238,11 @@ double predictSeconds(Algo algo, CollKind kind, int p, uint64_t nBytes, uint64_t
       // floor(log2 p) exchanges of the whole buffer, plus a fold and an unfold when p is not a
       // power of two; every exchange combines n bytes.
       // Each exchange stages the whole buffer (the input, then the partial sums).
-      const double rounds = floorLog2(p) + ((p & (p - 1)) != 0 ? 2 : 0);
-      return rounds * (msgs(n, chunk) * m.alpha + n * (m.beta + m.stage)) + floorLog2(p) * n * m.gamma;
+      // The unfold is the only receive copied out.
+      const bool folds = (p & (p - 1)) != 0;
+      const double rounds = floorLog2(p) + (folds ? 2 : 0);
+      return rounds * (msgs(n, chunk) * m.alpha + n * (m.beta + m.stage)) + floorLog2(p) * n * m.gamma +
+             (folds ? n * m.copyOut : 0);
     }
     case Algo::kBinomialTree:
       return binomial(kind, P, n, chunk, m);
@@ -279,7 +287,8 @@ double predictSeconds(Algo algo, CollKind kind, int p, uint64_t nBytes, uint64_t
       const double block = kind == CollKind::kAllReduce ? n / P : n;
       const double one = msgs(block, chunk) * (m.alpha + (P - 2) * sendCost(m)) + (P - 1) * block * m.beta;
       const double staged = (kind == CollKind::kAllReduce ? P : P - 1) * block * m.stage;
-      return (kind == CollKind::kAllReduce ? 2 * one : one) + (P - 1) * block * m.gamma + staged;
+      const double copied = kind == CollKind::kAllReduce ? (P - 1) * block * m.copyOut : 0;  // the gather back
+      return (kind == CollKind::kAllReduce ? 2 * one : one) + (P - 1) * block * m.gamma + staged + copied;
     }
     case Algo::kDoubleBinaryTree:
       return doubleBinaryTree(p, n, chunk, m);

@@ -34,6 +34,11 @@ struct LinkModel {
   // just received straight on; a pipelined chain forwards what it just wrote) pays no such pass.
   // Shared memory only, where the ranks' CPUs do the transport's copies; 0 elsewhere.
   double stage = 0;
+  // s per byte of a receive copied out of its slot into the output (not combined on the way): a
+  // pass that reads the bytes from the sender's core. Priced only where the data stays in the
+  // cache (the tuner's callModel()); beyond it, beta's memory-speed hop covers that pass. At 2
+  // ranks on 2 cores a 16 KiB copy out of the slot took 3 us, the stage copy of 32 KiB 2.3 us.
+  double copyOut = 0;
 };
 
 // Predicted seconds of `algo` (not kDefault) for `kind` at p ranks, n bytes per rank (see above)
