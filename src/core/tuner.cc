@@ -280,8 +280,12 @@ algo::LinkModel callModel(const TuneFacts& facts, CollKind kind, uint64_t bytes)
 // The algorithms an unrestricted choice considers among `mask`: one-shot only where every rank
 // shares memory; the ordered reduction (one round of direct messages, folded in rank order) when
 // MIXCCL_DETERMINISTIC asks for it, and otherwise only for a small reduce-scatter among ranks that
-// share memory (smallOnly_, choose()): one round beats a tree's log p rounds for small messages
-// (8 ranks on 2 cores, 256 B: 10.7-14.6 us ordered, 17.8 with Bruck). Its all-reduce and reduce
+// share memory, kOrderedMinRanksPerCore or more to a core (smallOnly_, choose()): there one round
+// beats a tree's log p rounds, each of which waits until the ranks of a core are scheduled (8 ranks
+// on 2 cores, 256 B: 10.7-14.6 us ordered, 17.8 with Bruck; 16 ranks, 64 B-2 KiB, 3 rounds: 82-99
+// us ordered, 93-125 recursive halving). With 2 to a core the rounds are cheap enough: 4 ranks on
+// 2 cores, 16 B-8 KiB, two perf/tuner-sweep runs and 3 forced rounds, recursive halving was
+// 1.1-1.3x faster than the ordered form, which the model had picked. Its all-reduce and reduce
 // lost to the others at 32 KiB-2 MiB (2 MiB at 8 ranks: 5.6-6.1 ms against 1.0-1.3 with the
 // ring), which the model does not predict. The scatter + all-gather broadcast only where some
 // ranks talk over a network: it spares the root's link, which shared memory does not need spared.
@@ -291,7 +295,9 @@ algo::LinkModel callModel(const TuneFacts& facts, CollKind kind, uint64_t bytes)
 // non-empty mask.
 uint32_t Tuner::autoChoices(CollKind kind, uint32_t mask) const {
   uint32_t narrowed = mask;
-  if (!facts_.deterministic && (!facts_.shm || kind != CollKind::kReduceScatter)) narrowed &= ~bit(Algo::kOrdered);
+  const bool orderedSmallScatter =
+      facts_.shm && kind == CollKind::kReduceScatter && facts_.ranksPerCore >= kOrderedMinRanksPerCore;
+  if (!facts_.deterministic && !orderedSmallScatter) narrowed &= ~bit(Algo::kOrdered);
   if (!facts_.shm) narrowed &= ~bit(Algo::kOneShot);
   if (facts_.shm) narrowed &= ~bit(Algo::kScatterAllGather);
   return narrowed != 0 ? narrowed : mask;
@@ -345,7 +351,7 @@ Result Tuner::configure(const std::string& algoPolicy, const std::string& protoP
     // The direct all-to-all stayed within 5 % of pairwise at every size.
     smallOnly_[k] = 0;
     smallOnlyBytes_[k] = 0;
-    if (kind == CollKind::kReduceScatter && !facts_.deterministic) {
+    if (kind == CollKind::kReduceScatter && !facts_.deterministic && facts_.ranksPerCore >= kOrderedMinRanksPerCore) {
       smallOnly_[k] = bit(Algo::kOrdered);
       smallOnlyBytes_[k] = kOrderedReduceScatterBytes;
     }

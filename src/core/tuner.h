@@ -110,6 +110,7 @@ class Tuner {
   uint32_t smallOnly_[kNumCollKinds] = {};
   uint64_t smallOnlyBytes_[kNumCollKinds] = {};
   static constexpr uint64_t kOrderedReduceScatterBytes = 64 * 1024;
+  static constexpr int kOrderedMinRanksPerCore = 4;  // autoChoices() says why
   static constexpr uint64_t kDirectAllGatherBytes = 256 * 1024;
   std::string algoPolicy_;
   std::string protoPolicy_;
