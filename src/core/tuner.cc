@@ -359,6 +359,17 @@ Result Tuner::configure(const std::string& algoPolicy, const std::string& protoP
       smallOnly_[k] = bit(Algo::kDirect);
       smallOnlyBytes_[k] = kDirectAllGatherBytes;
     }
+    // The binomial reduce among ranks that share memory only up to 4 KiB: its root combines log p
+    // messages per call where each relay of the chain combines one, and in calls back to back
+    // (nccl-tests, a training step's repeated reductions) the chain's relays overlap successive
+    // calls; the model prices one call alone. 2 cores, NCCL_ALGO forcing each, 2-3 rounds: from
+    // 32 KiB the chain was 1.3-2x faster at 8 ranks (256 KiB: 97-118 us against 150-247) and
+    // 1.1-1.3x at 16; at 8 KiB it tied at 8 ranks and led by 1.1-1.4x at 4 and 16; below 4 KiB the
+    // tree kept its lead (16 ranks, 8 B-2 KiB: 12.4-13.6 us against 13.6-16.8).
+    if (kind == CollKind::kReduce && facts_.shm) {
+      smallOnly_[k] = bit(Algo::kBinomialTree);
+      smallOnlyBytes_[k] = kBinomialReduceBytes;
+    }
     if (e == nullptr) {
       allowed_[k] = keepDeterministic(kind, autoChoices(kind, all));
       continue;
@@ -412,7 +423,11 @@ Result Tuner::choose(CollKind kind, uint64_t count, DataType dtype, TuneChoice* 
   const algo::LinkModel model = callModel(facts_, kind, bytes);
   uint32_t mask = allowed_[static_cast<int>(kind)];
   const uint32_t large = mask & ~smallOnly_[static_cast<int>(kind)];
-  if (bytes * static_cast<uint64_t>(facts_.nranks) > smallOnlyBytes_[static_cast<int>(kind)] && large != 0) {
+  // The whole collective, as smallOnlyBytes_ counts it: all p blocks of an all-gather or
+  // reduce-scatter, the buffer of a reduce.
+  const bool blocks = kind == CollKind::kAllGather || kind == CollKind::kReduceScatter;
+  const uint64_t whole = blocks ? bytes * static_cast<uint64_t>(facts_.nranks) : bytes;
+  if (whole > smallOnlyBytes_[static_cast<int>(kind)] && large != 0) {
     mask = large;
   }
   if (mask == 0) {

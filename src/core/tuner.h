@@ -106,12 +106,14 @@ class Tuner {
 
   uint32_t allowed_[kNumCollKinds] = {};  // per collective, bit (1 << Algo) for each allowed algorithm
   // Of those, the ones the tuner takes on its own only up to smallOnlyBytes_ (the whole
-  // collective: all p blocks of an all-gather or reduce-scatter; configure() says why).
+  // collective: all p blocks of an all-gather or reduce-scatter, the buffer of a reduce;
+  // configure() says why).
   uint32_t smallOnly_[kNumCollKinds] = {};
   uint64_t smallOnlyBytes_[kNumCollKinds] = {};
   static constexpr uint64_t kOrderedReduceScatterBytes = 64 * 1024;
   static constexpr int kOrderedMinRanksPerCore = 4;  // autoChoices() says why
   static constexpr uint64_t kDirectAllGatherBytes = 256 * 1024;
+  static constexpr uint64_t kBinomialReduceBytes = 4 * 1024;  // configure() says why
   std::string algoPolicy_;
   std::string protoPolicy_;
   TuneFacts facts_;
