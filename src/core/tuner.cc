@@ -272,7 +272,8 @@ algo::LinkModel callModel(const TuneFacts& facts, CollKind kind, uint64_t bytes)
   m.gamma = kInCacheGamma * static_cast<double>(k);
   // A receive copied out of its slot reads the bytes from the sender's core, a pass the size of a
   // hop's: without it the ring at 2 ranks looked cheaper than recursive doubling from 24 KiB, which
-  // was faster up to 1 MiB (6.0 against 7.8 us at 32 KiB; docs/TUNING.md, "Data in the cache").
+  // was as fast or faster up to 256 KiB (32 KiB: 6.0 against 7.8 us) and within 6 % at 512 KiB
+  // (docs/TUNING.md, "Data in the cache").
   m.copyOut = kInCacheBeta * static_cast<double>(k);
   return m;
 }
