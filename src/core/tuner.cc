@@ -296,9 +296,9 @@ algo::LinkModel callModel(const TuneFacts& facts, CollKind kind, uint64_t bytes)
 // non-empty mask.
 uint32_t Tuner::autoChoices(CollKind kind, uint32_t mask) const {
   uint32_t narrowed = mask;
-  const bool orderedSmallScatter =
-      facts_.shm && kind == CollKind::kReduceScatter && facts_.ranksPerCore >= kOrderedMinRanksPerCore;
-  if (!facts_.deterministic && !orderedSmallScatter) narrowed &= ~bit(Algo::kOrdered);
+  if (!facts_.deterministic && !(kind == CollKind::kReduceScatter && freeOrderedScatter())) {
+    narrowed &= ~bit(Algo::kOrdered);
+  }
   if (!facts_.shm) narrowed &= ~bit(Algo::kOneShot);
   if (facts_.shm) narrowed &= ~bit(Algo::kScatterAllGather);
   return narrowed != 0 ? narrowed : mask;
@@ -352,7 +352,7 @@ Result Tuner::configure(const std::string& algoPolicy, const std::string& protoP
     // The direct all-to-all stayed within 5 % of pairwise at every size.
     smallOnly_[k] = 0;
     smallOnlyBytes_[k] = 0;
-    if (kind == CollKind::kReduceScatter && !facts_.deterministic && facts_.ranksPerCore >= kOrderedMinRanksPerCore) {
+    if (kind == CollKind::kReduceScatter && !facts_.deterministic && freeOrderedScatter()) {
       smallOnly_[k] = bit(Algo::kOrdered);
       smallOnlyBytes_[k] = kOrderedReduceScatterBytes;
     }

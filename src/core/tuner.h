@@ -103,6 +103,8 @@ class Tuner {
  private:
   uint32_t autoChoices(CollKind kind, uint32_t mask) const;
   uint32_t keepDeterministic(CollKind kind, uint32_t mask) const;
+  // Whether a small reduce-scatter may take the ordered form on its own (autoChoices() says why).
+  bool freeOrderedScatter() const { return facts_.shm && facts_.ranksPerCore >= kOrderedMinRanksPerCore; }
 
   uint32_t allowed_[kNumCollKinds] = {};  // per collective, bit (1 << Algo) for each allowed algorithm
   // Of those, the ones the tuner takes on its own only up to smallOnlyBytes_ (the whole

@@ -93,7 +93,6 @@ TEST(Tuner, StagedSendsGiveTheRingTheSizesBeyondTheCache) {
     EXPECT_EQ(chosen(t, CollKind::kReduceScatter, std::max<uint64_t>(1, whole / 4 / 4)), Algo::kRecursiveHalving)
         << whole;
   }
-  ASSERT_EQ(t.configure("", "", f), Result::kSuccess);
 
   // The pass is priced where the ranks of a core touch more than its cache, at beta; never over
   // the network, where beta is the wire's.
