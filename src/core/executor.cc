@@ -90,6 +90,9 @@ bool plainHostCopy(const Op& op, const algo::Step& s) {
   return op.queue == nullptr && !op.reduction && s.sourceCount == 0;
 }
 
+// kRemoteError once the stream's communicator is aborted or revoked (defined with runStreams).
+Result checkFlags(const Stream& s);
+
 }  // namespace
 
 void Stream::noteSend(SendConnection* c) {
@@ -421,6 +424,10 @@ Result Stream::progress(bool* advanced) {
     // Issue steps while there is room, then retire what the device finished; retiring only
     // when nothing more can be issued keeps fence polls off the issue path.
     while (stepIndex_ < steps.size() || !pending_.empty()) {
+      // While peers keep up, this loop runs a whole operation without returning to runStreams'
+      // idle checks: an abort or revoke must not wait for its end (seconds for a large one on a
+      // slow host). Two loads per step.
+      if (op.comm->aborted() || op.comm->revoked()) return checkFlags(*this);
       if (stepIndex_ < steps.size() && pending_.size() < kStepsInFlight) {
         if (isOwedToken(op, stepIndex_)) {
           op.comm->owedTokens().add(steps[stepIndex_].recvPeer, identityOf(op));
@@ -452,7 +459,7 @@ Result Stream::progress(bool* advanced) {
     spotsOp_ = nullptr;
     connected_ = false;
     probeTargets_.clear();
-    probesDone_ = false;
+    probeRound_ = 0;
     lanesOpened_ = false;
     gone_.clear();
   }
@@ -522,7 +529,15 @@ Result Stream::peekData(Op& op, RecvConnection* rconn, int peer, const void** da
 // delivered is dropped quietly. Whether a peer's absence matters is decided by the steps that
 // need it. A lane that is full or not set up yet is tried again at the next call; a full lane
 // carries data anyway.
-Result Stream::sendProbes(Op& op) {
+// Rounds (`round`, from runStreams): the first after kProbeAfter, then one per kReprobeEvery of
+// the same stall, to the peers this operation still receives from. A probe that was delivered
+// says nothing about later: a peer whose communicator went away afterwards while its process
+// lives on (an abort), and that never opened its lane to this rank, shows no closed connection
+// and no dead pid. Only a later probe, refused by the lane this rank opened to it, tells (RDMA
+// and TCP; shm also has the peer's rank page). A probe waiting for a free slot keeps the round
+// open (it is tried at every call, which checks the lane as well), so a merely slow peer finds
+// at most a lane's depth of them, skipped as it reads.
+Result Stream::sendProbes(Op& op, int round) {
   Communicator& comm = *op.comm;
   if (op.lane != kLaneColl) return Result::kSuccess;
   // Push what earlier rounds queued: a TCP lane still connecting holds its probe until a call
@@ -533,7 +548,12 @@ Result Stream::sendProbes(Op& op) {
     if (r != Result::kInProgress) MIXCCL_TRY(r);
   }
   flushProbes(op);
-  if (probeTargets_.empty() && !probesDone_) probeTargets_ = remainingPeers(op, true);
+  if (probeTargets_.empty() && round > probeRound_) {
+    // The first round asks every peer of the rest of the operation; later ones only those it
+    // still receives from, the peers whose absence is this operation's concern (notePeerGone).
+    probeTargets_ = remainingPeers(op, true, /*sendersOnly=*/probeRound_ > 0);
+    probeRound_ = round;
+  }
   for (size_t i = 0; i < probeTargets_.size();) {
     const int peer = probeTargets_[i];
     Result r;
@@ -553,7 +573,6 @@ Result Stream::sendProbes(Op& op) {
     if (r != Result::kSuccess) notePeerGone(op, peer);
     probeTargets_.erase(probeTargets_.begin() + static_cast<std::ptrdiff_t>(i));
   }
-  probesDone_ = probeTargets_.empty();
   return Result::kSuccess;
 }
 
@@ -607,13 +626,14 @@ Result Stream::checkGone(Op& op) {
 // Peers the steps from the current one on exchange messages with, each once, in step order.
 // Without `tokenReceivers`, leaves out the root a closing token goes to (unless other steps send it
 // data): it does not wait for the token (owed_tokens.h), so it may have finished this operation.
-std::vector<int> Stream::remainingPeers(const Op& op, bool tokenReceivers) const {
+std::vector<int> Stream::remainingPeers(const Op& op, bool tokenReceivers, bool sendersOnly) const {
   std::vector<int> peers;
   std::vector<uint8_t> seen(static_cast<size_t>(op.comm->nranks()), 0);
   const auto& steps = op.schedule->steps;
   for (size_t i = stepIndex_; i < steps.size(); ++i) {
     const bool tokenSend = algo::isToken(steps[i]) && steps[i].sendPeer >= 0;
-    for (int peer : {steps[i].recvPeer, tokenSend && !tokenReceivers ? -1 : steps[i].sendPeer}) {
+    const bool skipSend = sendersOnly || (tokenSend && !tokenReceivers);
+    for (int peer : {steps[i].recvPeer, skipSend ? -1 : steps[i].sendPeer}) {
       if (peer < 0 || seen[peer]) continue;
       seen[peer] = 1;
       peers.push_back(peer);
@@ -622,7 +642,7 @@ std::vector<int> Stream::remainingPeers(const Op& op, bool tokenReceivers) const
   return peers;
 }
 
-Result Stream::checkPending(Stall stall) {
+Result Stream::checkPending(Stall stall, int probeRound) {
   const bool probe = stall != Stall::kLook;
   if (!finished_ && opIndex_ >= ops_.size() && !ops_.empty()) return checkOwedWhileFlushing(*ops_.back());
   if (finished_ || opIndex_ >= ops_.size()) return Result::kSuccess;
@@ -631,7 +651,7 @@ Result Stream::checkPending(Stall stall) {
   if (!pending_.empty()) return Result::kSuccess;
   Op& op = *ops_[opIndex_];
   if (probe) {
-    MIXCCL_TRY(sendProbes(op));
+    MIXCCL_TRY(sendProbes(op, probeRound));
     MIXCCL_TRY(checkGone(op));
   }
   // FIFO order per lane: while this operation still expects a message from a peer, the oldest
@@ -889,6 +909,7 @@ void clearWaits(std::vector<Stream>& streams) {
 // deadline.
 constexpr std::chrono::milliseconds kCheckAfter{10};
 constexpr std::chrono::milliseconds kProbeAfter{200};
+constexpr std::chrono::milliseconds kReprobeEvery{1000};
 constexpr std::chrono::milliseconds kOpenLanesAfter{1000};
 
 void Stream::reset() {
@@ -899,7 +920,7 @@ void Stream::reset() {
   finished_ = false;
   connected_ = false;
   probeTargets_.clear();
-  probesDone_ = false;
+  probeRound_ = 0;
   lanesOpened_ = false;
   waitingPeer_ = -1;
   waitingRecv_ = false;
@@ -1016,7 +1037,9 @@ Result runStreams(std::vector<Stream>& streams) {
         const Stream::Stall stall = idleFor > kOpenLanesAfter ? Stream::Stall::kOpenLanes
                                     : idleFor > kProbeAfter   ? Stream::Stall::kProbe
                                                               : Stream::Stall::kLook;
-        result = s.checkPending(stall);
+        const int probeRound =
+            idleFor > kProbeAfter ? 1 + static_cast<int>((idleFor - kProbeAfter) / kReprobeEvery) : 0;
+        result = s.checkPending(stall, probeRound);
       }
       if (result != Result::kSuccess) break;
     }

@@ -53,11 +53,12 @@ class Stream {
   // While the stream is stuck: kInvalidUsage if a peer this operation still receives from has a
   // message of another operation waiting (a mismatch that would otherwise deadlock, e.g. both
   // ranks blocked sending into full lanes). Cheap enough for idle polls only.
-  // From kProbe on, also sends one probe (op_stamp.h) per operation to every peer the rest of the
-  // operation exchanges messages with; at kOpenLanes, also opens the collective lanes from every
-  // peer, once per operation (see checkPending).
+  // From kProbe on, also sends probes (op_stamp.h): in probe round 1 to every peer the rest of
+  // the operation exchanges messages with, in each later round (one per second of the same
+  // stall) to those it still receives from; at kOpenLanes, also opens the collective lanes from
+  // every peer, once per operation (see checkPending).
   enum class Stall { kLook, kProbe, kOpenLanes };
-  Result checkPending(Stall stall);
+  Result checkPending(Stall stall, int probeRound);
   // `failure` of progress(), or the mismatch that explains it (a peer of the operation sent a
   // message of another operation before the link broke).
   Result preferMismatch(Result failure);
@@ -91,8 +92,9 @@ class Stream {
   std::vector<Landing> spots_;
   const Op* spotsOp_ = nullptr;
   size_t spotsStep_ = 0;
-  Result sendProbes(Op& op);
-  std::vector<int> remainingPeers(const Op& op, bool tokenReceivers) const;
+  Result sendProbes(Op& op, int round);
+  // The peers the steps from the current one on receive from and (unless sendersOnly) send to.
+  std::vector<int> remainingPeers(const Op& op, bool tokenReceivers, bool sendersOnly = false) const;
   void noteSend(SendConnection* c);
   void noteProbe(SendConnection* c, int peer);
   void flushProbes(const Op& op);
@@ -104,9 +106,9 @@ class Stream {
   size_t stepIndex_ = 0;
   bool finished_ = false;
   bool connected_ = false;  // connectAll() ran for ops_[opIndex_]
-  // Peers still to probe during ops_[opIndex_] (sendProbes), and whether that list was worked off.
+  // Peers still to probe during ops_[opIndex_] (sendProbes), and the last probe round begun.
   std::vector<int> probeTargets_;
-  bool probesDone_ = false;
+  int probeRound_ = 0;
   bool lanesOpened_ = false;  // checkPending opened the lanes from every peer during ops_[opIndex_]
   int waitingPeer_ = -1;
   bool waitingRecv_ = false;
