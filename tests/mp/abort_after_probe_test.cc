@@ -4,7 +4,7 @@
 // long before MIXCCL_TIMEOUT. Two ranks, no earlier collective: rank 0 calls a broadcast from
 // root 1 and waits for a lane that rank 1 never opens. Rank 1 sits in a receive on the
 // point-to-point lane (its transport accepts rank 0's probe meanwhile) until a second thread
-// aborts its communicator, 1.5 s in; then it stays alive for 10 s, so neither a closed lane from
+// aborts its communicator, 1 s in; then it stays alive for 6 s, so neither a closed lane from
 // it nor its pid tells rank 0 anything. Only a later probe, refused by the lane rank 0 opened to
 // it, does (executor.cc, sendProbes). The fault trials met this on RDMA: a survivor waited 13 s.
 
@@ -27,11 +27,11 @@
 namespace {
 
 constexpr size_t kCount = 1 << 16;
-constexpr auto kAbortAfter = std::chrono::milliseconds(1500);
-constexpr auto kAliveAfterAbort = std::chrono::seconds(10);
-// From the abort: a re-probe a second apart, a second one where the first write into a closed TCP
-// connection still succeeds, and slack for a loaded machine; well short of kAliveAfterAbort.
-constexpr auto kDetectWithin = std::chrono::seconds(6);
+constexpr auto kAbortAfter = std::chrono::milliseconds(1000);
+constexpr auto kAliveAfterAbort = std::chrono::seconds(6);
+// From the abort: the next probe round (one per second of stall), the peer's refusal seen by a
+// few idle rounds, and slack for a loaded machine; well short of kAliveAfterAbort.
+constexpr auto kDetectWithin = std::chrono::seconds(4);
 
 int runRank(int rank, const ncclUniqueId& id) {
   ncclComm_t comm = nullptr;
