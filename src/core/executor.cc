@@ -535,8 +535,9 @@ Result Stream::peekData(Op& op, RecvConnection* rconn, int peer, const void** da
 // lives on (an abort), and that never opened its lane to this rank, shows no closed connection
 // and no dead pid. Only a later probe, refused by the lane this rank opened to it, tells (RDMA
 // and TCP; shm also has the peer's rank page). A probe waiting for a free slot keeps the round
-// open (it is tried at every call, which checks the lane as well), so a merely slow peer finds
-// at most a lane's depth of them, skipped as it reads.
+// open (it is tried at every call, which checks the lane as well), so a merely slow peer finds at
+// most one probe per second of the stall, and no more than a lane's depth on shm and RDMA; it
+// skips them as it reads (a few bytes each).
 Result Stream::sendProbes(Op& op, int round) {
   Communicator& comm = *op.comm;
   if (op.lane != kLaneColl) return Result::kSuccess;
