@@ -67,22 +67,7 @@ TEST_P(AbortAfterProbeTest, WaitingRankFailsSoon) {
   setenv("NCCL_NET", t == "rdma" ? "IB" : "Socket", 1);
   setenv("MIXCCL_TIMEOUT", "60", 1);
   mixccl::config::resetForTesting();
-  pid_t job = fork();
-  ASSERT_GE(job, 0);
-  if (job == 0) {
-    const std::vector<int> statuses = mixccl::testing::forkRanks(2, runRank);
-    int failed = 0;
-    for (int r = 0; r < 2; ++r) {
-      if (!mixccl::testing::exitedCleanly(statuses[r])) {
-        fprintf(stderr, "job: rank %d ended with status 0x%x\n", r, statuses[r]);
-        ++failed;
-      }
-    }
-    fflush(nullptr);
-    _exit(failed == 0 ? 0 : 1);
-  }
-  int status = 0;
-  ASSERT_EQ(waitpid(job, &status, 0), job);
+  const int status = mixccl::testing::forkJob(2, runRank);
   unsetenv("NCCL_NET");
   EXPECT_TRUE(mixccl::testing::exitedCleanly(status)) << "a rank failed (its message is above)";
 }

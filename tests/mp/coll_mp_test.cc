@@ -134,14 +134,7 @@ int runJob(int n, Algo algo) {
   if (!privateShm) fprintf(stderr, "job: no private /dev/shm (%s); leftovers not checked\n", why.c_str());
   const std::vector<int> statuses =
       mixccl::testing::forkRanks(n, [n, algo](int rank, const ncclUniqueId& id) { return runRank(rank, n, id, algo); });
-  int result = kJobOk;
-  for (int r = 0; r < n; ++r) {
-    if (!mixccl::testing::exitedCleanly(statuses[r])) {
-      fprintf(stderr, "job: rank %d ended with status 0x%x\n", r, statuses[r]);
-      result = kJobRankFailed;
-    }
-  }
-  if (result != kJobOk) return result;
+  if (!mixccl::testing::allExitedCleanly(statuses)) return kJobRankFailed;
   if (!privateShm) return kJobNoPrivateShm;
   const int left = mixccl::testing::countMixcclShmSegments();
   if (left != 0) fprintf(stderr, "job: %d shared-memory segments left in /dev/shm\n", left);

@@ -88,23 +88,8 @@ TEST_P(EarlyLeaveTest, OthersFinishCorrectly) {
   mixccl::config::resetForTesting();
   const auto start = std::chrono::steady_clock::now();
   const Leave leave = GetParam().leave;
-  pid_t job = fork();
-  ASSERT_GE(job, 0);
-  if (job == 0) {
-    const std::vector<int> statuses = mixccl::testing::forkRanks(
-        kRanks, [leave](int rank, const ncclUniqueId& id) { return runRank(rank, id, leave); });
-    int failed = 0;
-    for (int r = 0; r < kRanks; ++r) {
-      if (!mixccl::testing::exitedCleanly(statuses[r])) {
-        fprintf(stderr, "job: rank %d ended with status 0x%x\n", r, statuses[r]);
-        ++failed;
-      }
-    }
-    fflush(nullptr);
-    _exit(failed == 0 ? 0 : 1);
-  }
-  int status = 0;
-  ASSERT_EQ(waitpid(job, &status, 0), job);
+  const int status =
+      mixccl::testing::forkJob(kRanks, [leave](int rank, const ncclUniqueId& id) { return runRank(rank, id, leave); });
   EXPECT_TRUE(mixccl::testing::exitedCleanly(status)) << "a rank failed (its message is above)";
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(40)) << "a rank waited for its deadline";
 }

@@ -80,14 +80,7 @@ int runRank(int rank, int n, const ncclUniqueId& id) {
 int runJob(int n) {
   const std::vector<int> statuses =
       mixccl::testing::forkRanks(n, [n](int rank, const ncclUniqueId& id) { return runRank(rank, n, id); });
-  int result = 0;
-  for (int r = 0; r < n; ++r) {
-    if (!mixccl::testing::exitedCleanly(statuses[r])) {
-      fprintf(stderr, "job: rank %d ended with status 0x%x\n", r, statuses[r]);
-      result = 1;
-    }
-  }
-  return result;
+  return mixccl::testing::allExitedCleanly(statuses) ? 0 : 1;
 }
 
 class ForkMisuseTest : public ::testing::TestWithParam<const char*> {};

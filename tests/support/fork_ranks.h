@@ -79,4 +79,30 @@ inline std::vector<int> forkRanks(int n, const std::function<int(int, const nccl
 // Whether a waitpid status is a normal exit with status 0.
 inline bool exitedCleanly(int status) { return status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0; }
 
+// Whether every rank of forkRanks()' statuses exited cleanly; prints each one that did not.
+inline bool allExitedCleanly(const std::vector<int>& statuses) {
+  bool clean = true;
+  for (size_t r = 0; r < statuses.size(); ++r) {
+    if (exitedCleanly(statuses[r])) continue;
+    fprintf(stderr, "job: rank %zu ended with status 0x%x\n", r, statuses[r]);
+    clean = false;
+  }
+  return clean;
+}
+
+// forkRanks() inside a job process of its own, which a test process that already runs threads
+// needs (see above); the job exits 0 iff every rank exited cleanly. Returns the job's waitpid
+// status, -1 when it could not be forked or waited for.
+inline int forkJob(int n, const std::function<int(int, const ncclUniqueId&)>& body) {
+  const pid_t job = fork();
+  if (job < 0) return -1;
+  if (job == 0) {
+    const bool clean = allExitedCleanly(forkRanks(n, body));
+    fflush(nullptr);
+    _exit(clean ? 0 : 1);
+  }
+  int status = 0;
+  return waitpid(job, &status, 0) == job ? status : -1;
+}
+
 }  // namespace mixccl::testing
