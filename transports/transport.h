@@ -63,6 +63,14 @@ class SendConnection {
   // the following slots as well (up to the FIFO depth): the engine keeps several steps in flight
   // while their device work runs.
   virtual Result acquire(void** slot) = 0;
+  // acquire() for a message known to carry at most `bytes` bytes: the slot may be smaller than
+  // slotBytes() then, and a transport where small messages take less room (shm: a line of the
+  // lane instead of a slot) may hand one out where acquire() would wait. Committing more than
+  // `bytes` to it is an error.
+  virtual Result acquireFor(size_t bytes, void** slot) {
+    (void)bytes;
+    return acquire(slot);
+  }
   // Publishes the oldest slot acquired and not yet committed with `bytes` (<= slotBytes()) of
   // payload and an opaque 64-bit `stamp` that travels with it (the engine's operation descriptor,
   // used to detect ranks that called different operations; PROTOCOL.md). Messages leave in the
@@ -119,6 +127,10 @@ class RecvConnection {
   }
   // Returns the slot of the oldest message not yet released to the sender.
   virtual Result release() = 0;
+  // How many empty messages (closing tokens, probes) the lane holds unread: the FIFO depth where
+  // every message takes a slot, more where small ones take less (shm). The engine leaves at most
+  // this many minus two closing tokens unread in a lane (src/core/owed_tokens.h).
+  virtual size_t messageDepth() const = 0;
   // Makes a lane opened by Transport::connectRecvToLook() fit for use (shm: reserves its pages).
   // The core calls it before a step first reads the lane. Idempotent; never blocks.
   virtual Result reserve() { return Result::kSuccess; }

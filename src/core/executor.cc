@@ -182,7 +182,7 @@ Result Stream::tryStep(Op& op, const algo::Step& s) {
     waitingPeer_ = s.sendPeer;
     waitingRecv_ = false;
     MIXCCL_TRY(comm.sendConnection(s.sendPeer, op.lane, &sconn));
-    MIXCCL_TRY(sconn->acquire(&slot));
+    MIXCCL_TRY(sconn->acquireFor(bytes, &slot));
     if (bytes > sconn->slotBytes()) {
       return fail(Result::kInternalError, "step of %zu bytes exceeds the %zu-byte slot", bytes, sconn->slotBytes());
     }
@@ -302,7 +302,7 @@ Result Stream::sendToken(Op& op, int root) {
     QuietFailures quiet;
     r = op.comm->sendConnection(root, op.lane, &sconn);
     void* slot = nullptr;
-    if (r == Result::kSuccess) r = sconn->acquire(&slot);
+    if (r == Result::kSuccess) r = sconn->acquireFor(0, &slot);
     if (r == Result::kInProgress) return r;
     if (r == Result::kSuccess) r = sconn->commit(0, op.stamp);
   }
@@ -387,14 +387,13 @@ Result Stream::readOwed(Op& op, int peer) {
   return peekData(op, rconn, peer, &data, &bytes, &stamp, /*owedOnly=*/true);
 }
 
-// Before a collective returns: while more than OwedTokens::limit() closing tokens are owed, reads
-// the oldest (and whatever else arrived on its lane); *ready stays false while it has not.
+// Before a collective returns: while a peer owes more closing tokens than its lane's limit
+// (OwedTokens::limit), reads its oldest (and whatever else arrived on its lane); *ready stays
+// false while it has not.
 Result Stream::settleOwed(Op& op, bool* ready) {
   OwedTokens& owed = op.comm->owedTokens();
   waitingOwed_ = false;
-  const size_t limit = OwedTokens::limit();
-  while (owed.size() > limit) {
-    const int peer = owed.oldestPeer();
+  for (int peer = owed.peerOverLimit(); peer >= 0; peer = owed.peerOverLimit()) {
     Result r = readOwed(op, peer);
     if (r == Result::kInProgress) {
       waitingPeer_ = peer;
@@ -430,7 +429,10 @@ Result Stream::progress(bool* advanced) {
       if (op.comm->aborted() || op.comm->revoked()) return checkFlags(*this);
       if (stepIndex_ < steps.size() && pending_.size() < kStepsInFlight) {
         if (isOwedToken(op, stepIndex_)) {
-          op.comm->owedTokens().add(steps[stepIndex_].recvPeer, identityOf(op));
+          const int peer = steps[stepIndex_].recvPeer;
+          RecvConnection* rconn = nullptr;
+          MIXCCL_TRY(op.comm->recvConnection(peer, kLaneColl, &rconn));
+          op.comm->owedTokens().add(peer, identityOf(op), OwedTokens::limit(rconn->messageDepth()));
           ++stepIndex_;
           *advanced = true;
           continue;
@@ -563,7 +565,7 @@ Result Stream::sendProbes(Op& op, int round) {
       SendConnection* sconn = nullptr;
       r = comm.sendConnection(peer, op.lane, &sconn);
       void* slot = nullptr;
-      if (r == Result::kSuccess) r = sconn->acquire(&slot);
+      if (r == Result::kSuccess) r = sconn->acquireFor(0, &slot);
       if (r == Result::kInProgress) {
         ++i;
         continue;

@@ -6,20 +6,33 @@
 #include <cstdio>
 #include <string>
 
-#include "common/config.h"
-
 namespace mixccl {
 
-size_t OwedTokens::limit() {
-  const int64_t depth = config::getInt(config::Knob::kFifoDepth);
-  return static_cast<size_t>(std::max<int64_t>(0, depth - 2));
+size_t OwedTokens::limit(size_t laneMessages) { return laneMessages > 2 ? laneMessages - 2 : 0; }
+
+const OwedTokens::Debtor* OwedTokens::debtorOf(int peer) const {
+  for (const Debtor& d : debtors_) {
+    if (d.peer == peer) return &d;
+  }
+  return nullptr;
 }
 
-bool OwedTokens::from(int peer) const {
-  for (const Owed& o : owed_) {
-    if (o.peer == peer) return true;
+void OwedTokens::add(int peer, const OpIdentity& op, size_t limit) {
+  owed_.push_back(Owed{peer, op});
+  for (Debtor& d : debtors_) {
+    if (d.peer != peer) continue;
+    ++d.owed;
+    d.limit = limit;
+    return;
   }
-  return false;
+  debtors_.push_back(Debtor{peer, 1, limit});
+}
+
+int OwedTokens::peerOverLimit() const {
+  for (const Debtor& d : debtors_) {
+    if (d.owed > d.limit) return d.peer;
+  }
+  return -1;
 }
 
 Result OwedTokens::match(int peer, size_t bytes, uint64_t stamp) {
@@ -38,6 +51,8 @@ Result OwedTokens::match(int peer, size_t bytes, uint64_t stamp) {
                 collName(op.kind), static_cast<unsigned long long>(op.seq), op.rank, peer, bytes);
   }
   owed_.erase(owed_.begin() + static_cast<std::ptrdiff_t>(i));
+  auto d = std::find_if(debtors_.begin(), debtors_.end(), [peer](const Debtor& x) { return x.peer == peer; });
+  if (--d->owed == 0) debtors_.erase(d);
   return Result::kSuccess;
 }
 

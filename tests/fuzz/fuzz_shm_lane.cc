@@ -6,21 +6,23 @@
 // untrusted input just like a socket. Two real ShmTransports (ranks 0 and 1 of a job private to
 // this process) are set up once; each input opens a fresh receiving lane (0 -> 1), whose sender
 // the target plays, and a fresh sending lane (0 -> 1, other lane), whose receiver it plays, and
-// runs a program of byte-coded operations against them:
-//   0 i qq*8     rogue sender: store line[i % depth].seq = qq
-//   1 i b*8 s*8  rogue sender: line[i % depth] = {bytes b, stamp s}
-//   2 i v        rogue sender: fill slot i % depth and the inline bytes of its line with byte v
-//   3            receiver: peek      4  receiver: release
-//   5 tt*8       rogue receiver: store tail = tt
-//   6 n v        sender: acquire, fill with v, commit n % (slot+1) bytes (stamp n)
-//   7 f vv*4     rogue receiver: overwrite header field f % 3 (version, slotCount, slotBytes)
+// runs a program of byte-coded operations against them (L = shmLineCount(depth) lines):
+//   0 i qq*8          rogue sender: store line[i % L].seq = qq
+//   1 i b*4 k*4 s*8   rogue sender: line[i % L] = {bytes b, slot k, stamp s}
+//   2 i v             rogue sender: fill slot i % depth and the inline bytes of line i % L with v
+//   3                 receiver: peek      4  receiver: release
+//   5 tt*8            rogue receiver: store tail = tt
+//   6 n v             sender: acquire, fill the slot with v, commit n % (slot+1) bytes (stamp n)
+//   7 f vv*4          rogue receiver: overwrite header field f % 3 (version, slotCount, slotBytes)
+//   8 n v             sender: acquireFor(n % (inline+1)), fill n bytes with v, commit them (stamp n)
 //
 // Invariants, against a model of both ends: the receiver hands out message i only when the
-// rogue line i % depth says seq == i + 1, never one longer than the slot (a larger bytes is
-// kRemoteError, never a read past the slot), with the line's stamp and a pointer to the line's
-// inline bytes (small messages) or to the slot the ring index names; release publishes the tail
-// and needs a message seen first; the sender refuses a segment whose header disagrees, never
-// takes a slot the tail does not free, and publishes the line (inline copy, size, stamp, seq).
+// rogue line i % L says seq == i + 1, never one longer than the slot and never from a slot the
+// lane does not have (either is kRemoteError, never a read past the segment), with the line's
+// stamp and a pointer to the line's inline bytes (small messages) or to the slot the line names;
+// release publishes the tail and needs a message seen first; the sender refuses a segment whose
+// header disagrees, never takes a line or a slot the tail does not free, and publishes the line
+// (inline copy, size, slot, stamp, seq).
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -42,6 +44,8 @@ namespace {
 
 constexpr size_t kSlot = 100;
 constexpr uint32_t kDepth = 3;
+const uint32_t kLines = shmLineCount(kDepth);
+constexpr uint32_t kNoSlot = UINT32_MAX;
 
 struct Job {
   uint64_t commHash = 0;
@@ -102,28 +106,78 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(job->rank0->connectSend(1, kLaneP2p, &send) == Result::kSuccess);
 
   uint64_t rTail = 0, rArrived = 0;  // receiver model
-  bool sReady = false;               // sender model
-  uint64_t sHead = 0, sCachedTail = 0;
+  bool sReady = false;               // sender model (ShmSendConnection's counters)
+  uint64_t sHead = 0, sSlotHead = 0, sCachedTail = 0, sSlotTail = 0;
+  std::vector<uint64_t> sSlotsAfter(kLines, 0);
+  auto readTail = [&] {
+    const uint64_t t = rr.tail()->load(std::memory_order_acquire);
+    if (t == sCachedTail) return;
+    sSlotTail = sSlotsAfter[(t - 1) % kLines];
+    sCachedTail = t;
+  };
+  // The sender's acquire: whether its header check and its credits let it take a line (and a
+  // slot); false when the outcome was checked already (refused or in progress).
+  auto acquired = [&](Result r, bool needsSlot) {
+    if (!sReady) {
+      const ShmHeader* h = rr.header();
+      const bool agrees = h->version == kShmVersion && h->slotCount == kDepth && h->slotBytes == kSlot;
+      if (!agrees) {
+        FUZZ_CHECK(r == Result::kInvalidUsage);
+        return false;
+      }
+      sReady = true;
+      sHead = sSlotHead = sCachedTail = sSlotTail = 0;
+      readTail();
+      FUZZ_CHECK(rr.header()->mapped.load() == 1);
+    }
+    if (sHead - sCachedTail >= kLines) readTail();
+    if (sHead - sCachedTail >= kLines) {
+      FUZZ_CHECK(r == Result::kInProgress);
+      return false;
+    }
+    if (needsSlot && sSlotHead - sSlotTail >= kDepth) readTail();
+    if (needsSlot && sSlotHead - sSlotTail >= kDepth) {
+      FUZZ_CHECK(r == Result::kInProgress);
+      return false;
+    }
+    FUZZ_CHECK(r == Result::kSuccess);
+    return true;
+  };
+  // The line the sender just published for `n` bytes of value v (in `slot`, or kNoSlot).
+  auto published = [&](size_t n, uint8_t v, uint32_t slot) {
+    const ShmSlotLine& line = rr.lines()[sHead % kLines];
+    FUZZ_CHECK(line.bytes == n && line.stamp == n && line.slot == slot);
+    if (n <= kShmInlineBytes) {  // a small message travels in the line
+      for (size_t i = 0; i < n; ++i) FUZZ_CHECK(line.inlineData[i] == v);
+    }
+    if (slot != kNoSlot) ++sSlotHead;
+    sSlotsAfter[sHead % kLines] = sSlotHead;
+    ++sHead;
+    FUZZ_CHECK(line.seq.load(std::memory_order_acquire) == sHead);
+  };
   size_t at = 0;
   auto need = [&](size_t n) { return at + n <= size; };
   while (at < size) {
-    const uint8_t op = data[at++] % 8;
+    const uint8_t op = data[at++] % 9;
     switch (op) {
       case 0:
         if (!need(9)) return 0;
-        rs.lines()[data[at] % kDepth].seq.store(u64(data + at + 1), std::memory_order_release);
+        rs.lines()[data[at] % kLines].seq.store(u64(data + at + 1), std::memory_order_release);
         at += 9;
         break;
-      case 1:
+      case 1: {
         if (!need(17)) return 0;
-        rs.lines()[data[at] % kDepth].bytes = u64(data + at + 1);
-        rs.lines()[data[at] % kDepth].stamp = u64(data + at + 9);
+        ShmSlotLine& line = rs.lines()[data[at] % kLines];
+        line.bytes = static_cast<uint32_t>(u64(data + at + 1));
+        line.slot = static_cast<uint32_t>(u64(data + at + 5));
+        line.stamp = u64(data + at + 9);
         at += 17;
         break;
+      }
       case 2:
         if (!need(2)) return 0;
         memset(rs.slot(kDepth, kSlot, data[at] % kDepth), data[at + 1], kSlot);
-        memset(rs.lines()[data[at] % kDepth].inlineData, data[at + 1], kShmInlineBytes);
+        memset(rs.lines()[data[at] % kLines].inlineData, data[at + 1], kShmInlineBytes);
         at += 2;
         break;
       case 3: {
@@ -131,19 +185,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         size_t bytes = 0;
         uint64_t stamp = 0;
         const Result r = recv->peek(&msg, &bytes, &stamp);
-        const uint64_t idx = rTail % kDepth;
-        ShmSlotLine& line = rs.lines()[idx];
+        ShmSlotLine& line = rs.lines()[rTail % kLines];
         if (line.seq.load(std::memory_order_acquire) != rTail + 1) {
           FUZZ_CHECK(r == Result::kInProgress);
           break;
         }
         rArrived = rTail + 1;
-        if (line.bytes > kSlot) {
+        if (line.bytes > kSlot || (line.bytes > kShmInlineBytes && line.slot >= kDepth)) {
           FUZZ_CHECK(r == Result::kRemoteError);
           break;
         }
         FUZZ_CHECK(r == Result::kSuccess && bytes == line.bytes && stamp == line.stamp);
-        uint8_t* where = bytes <= kShmInlineBytes ? line.inlineData : rs.slot(kDepth, kSlot, idx);
+        uint8_t* where = bytes <= kShmInlineBytes ? line.inlineData : rs.slot(kDepth, kSlot, line.slot);
         FUZZ_CHECK(memcmp(msg, where, bytes) == 0);
         // Same memory, so a write through one view shows in the other: the pointer is that place.
         const uint8_t old = *static_cast<const volatile uint8_t*>(msg);
@@ -174,38 +227,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         const uint8_t v = data[at + 1];
         at += 2;
         void* slot = nullptr;
-        const Result r = send->acquire(&slot);
-        if (!sReady) {
-          const ShmHeader* h = rr.header();
-          const bool agrees = h->version == kShmVersion && h->slotCount == kDepth && h->slotBytes == kSlot;
-          if (!agrees) {
-            FUZZ_CHECK(r == Result::kInvalidUsage);
-            break;
-          }
-          sReady = true;
-          sHead = 0;
-          sCachedTail = rr.tail()->load(std::memory_order_acquire);
-          FUZZ_CHECK(rr.header()->mapped.load() == 1);
-        }
-        if (sHead - sCachedTail >= kDepth) {
-          sCachedTail = rr.tail()->load(std::memory_order_acquire);
-          if (sHead - sCachedTail >= kDepth) {
-            FUZZ_CHECK(r == Result::kInProgress);
-            break;
-          }
-        }
-        FUZZ_CHECK(r == Result::kSuccess);
+        if (!acquired(send->acquire(&slot), /*needsSlot=*/true)) break;
         memset(slot, v, kSlot);  // the whole slot is ours to write
-        uint8_t* mine = rr.slot(kDepth, kSlot, sHead % kDepth);
+        const uint32_t k = static_cast<uint32_t>(sSlotHead % kDepth);
+        uint8_t* mine = rr.slot(kDepth, kSlot, k);
         FUZZ_CHECK(mine[0] == v && mine[kSlot - 1] == v);
         FUZZ_CHECK(send->commit(n, n) == Result::kSuccess);
-        const ShmSlotLine& line = rr.lines()[sHead % kDepth];
-        FUZZ_CHECK(line.bytes == n && line.stamp == n);
-        if (n <= kShmInlineBytes) {  // a small message travels in the line too
-          for (size_t i = 0; i < n; ++i) FUZZ_CHECK(line.inlineData[i] == v);
-        }
-        ++sHead;
-        FUZZ_CHECK(line.seq.load(std::memory_order_acquire) == sHead);
+        published(n, v, k);
+        break;
+      }
+      case 8: {
+        if (!need(2)) return 0;
+        const size_t n = data[at] % (kShmInlineBytes + 1);
+        const uint8_t v = data[at + 1];
+        at += 2;
+        void* slot = nullptr;
+        if (!acquired(send->acquireFor(n, &slot), /*needsSlot=*/false)) break;
+        memset(slot, v, n);
+        FUZZ_CHECK(send->commit(n, n) == Result::kSuccess);
+        published(n, v, kNoSlot);
         break;
       }
       case 7: {

@@ -10,8 +10,6 @@
 
 #include <string>
 
-#include "tests/support/env_guard.h"
-
 namespace mixccl {
 namespace {
 
@@ -30,9 +28,9 @@ TEST(OwedTokens, TokensAreReadPerPeerInOrder) {
   OwedTokens owed;
   EXPECT_TRUE(owed.empty());
   EXPECT_EQ(owed.oldestPeer(), -1);
-  owed.add(3, broadcast(7, 0));
-  owed.add(5, broadcast(8, 0));
-  owed.add(3, broadcast(9, 0));
+  owed.add(3, broadcast(7, 0), 6);
+  owed.add(5, broadcast(8, 0), 6);
+  owed.add(3, broadcast(9, 0), 6);
   EXPECT_EQ(owed.size(), 3u);
   EXPECT_TRUE(owed.from(3));
   EXPECT_FALSE(owed.from(4));
@@ -50,7 +48,7 @@ TEST(OwedTokens, TokensAreReadPerPeerInOrder) {
 
 TEST(OwedTokens, AnotherRootWhereTheTokenIsDueIsAMismatch) {
   OwedTokens owed;
-  owed.add(1, broadcast(4, 0));
+  owed.add(1, broadcast(4, 0), 6);
   // Rank 1 took itself for the root: its data stands where its token is due.
   EXPECT_EQ(owed.match(1, 64, broadcast(4, 1).stamp), Result::kInvalidUsage);
   const std::string msg = lastError();
@@ -61,23 +59,40 @@ TEST(OwedTokens, AnotherRootWhereTheTokenIsDueIsAMismatch) {
 
 TEST(OwedTokens, ATokenWithAPayloadIsAMismatch) {
   OwedTokens owed;
-  owed.add(2, broadcast(5, 1));
+  owed.add(2, broadcast(5, 1), 6);
   EXPECT_EQ(owed.match(2, 8, broadcast(5, 1).stamp), Result::kInvalidUsage);
   EXPECT_NE(lastError().find("closing token"), std::string::npos) << lastError();
 }
 
-// The tokens left owed between calls leave the peer's lane two slots (its data, a probe); with
-// fewer slots none stays owed (the root waits for its token).
-TEST(OwedTokens, LimitFollowsTheFifoDepth) {
-  EXPECT_EQ(OwedTokens::limit(), 6u);  // MIXCCL_FIFO_DEPTH's default, 8
-  {
-    testing::EnvGuard depth("MIXCCL_FIFO_DEPTH", "3");
-    EXPECT_EQ(OwedTokens::limit(), 1u);
-  }
-  {
-    testing::EnvGuard depth("MIXCCL_FIFO_DEPTH", "1");
-    EXPECT_EQ(OwedTokens::limit(), 0u);
-  }
+// The tokens left owed between calls leave the peer's lane two places (its data, a probe); with
+// fewer none stays owed (the root waits for its token). A TCP or RDMA lane holds MIXCCL_FIFO_DEPTH
+// messages (8 by default), a shm lane 64 empty ones (its lines).
+TEST(OwedTokens, LimitLeavesTwoPlacesInTheLane) {
+  EXPECT_EQ(OwedTokens::limit(8), 6u);
+  EXPECT_EQ(OwedTokens::limit(64), 62u);
+  EXPECT_EQ(OwedTokens::limit(3), 1u);
+  EXPECT_EQ(OwedTokens::limit(2), 0u);
+  EXPECT_EQ(OwedTokens::limit(1), 0u);
+}
+
+// Each peer's tokens count against the limit of its own lane: a shm neighbour may owe 62 while a
+// TCP one owes 6.
+TEST(OwedTokens, EachPeerHasTheLimitOfItsLane) {
+  OwedTokens owed;
+  EXPECT_EQ(owed.peerOverLimit(), -1);
+  for (uint64_t seq = 1; seq <= 3; ++seq) owed.add(1, broadcast(seq, 0), 2);  // rank 1: a lane of 4
+  for (uint64_t seq = 4; seq <= 6; ++seq) owed.add(2, broadcast(seq, 3), 62);
+  EXPECT_EQ(owed.peerOverLimit(), 1) << "rank 1 owes 3 of at most 2";
+  EXPECT_EQ(owed.match(1, 0, broadcast(1, 0).stamp), Result::kSuccess);
+  EXPECT_EQ(owed.peerOverLimit(), -1) << "rank 1 owes 2, rank 2 owes 3 of 62";
+  EXPECT_EQ(owed.oldestPeer(), 1);
+  owed.add(1, broadcast(7, 0), 0);  // a root that must wait for every token of rank 1
+  EXPECT_EQ(owed.peerOverLimit(), 1);
+  for (uint64_t seq : {2, 3, 7}) EXPECT_EQ(owed.match(1, 0, broadcast(seq, 0).stamp), Result::kSuccess);
+  EXPECT_FALSE(owed.from(1));
+  EXPECT_TRUE(owed.from(2));
+  EXPECT_EQ(owed.oldestPeer(), 2);
+  EXPECT_EQ(owed.size(), 3u);
 }
 
 }  // namespace

@@ -238,6 +238,7 @@ class RdmaRecvConnection final : public RecvConnection {
   Result peekInto(const Landing* spots, size_t n, uint64_t wantStamp, const void** data, size_t* bytes,
                   uint64_t* stamp) override;
   Result release() override;
+  size_t messageDepth() const override { return depth_; }
 
  private:
   // Where the payload of a zero-copy message is read to, per slot.

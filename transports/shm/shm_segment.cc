@@ -162,7 +162,7 @@ Result ShmMapping::create(const std::string& name, uint32_t depth, size_t slotBy
   h->srcRank = srcRank;
   h->pidSpace = shmPidSpace();
   new (m.tail()) std::atomic<uint64_t>(0);
-  for (uint32_t i = 0; i < depth; ++i) new (&m.lines()[i]) ShmSlotLine{};
+  for (uint32_t i = 0; i < shmLineCount(depth); ++i) new (&m.lines()[i]) ShmSlotLine{};
   h->magic.store(kShmMagic, std::memory_order_release);
   *out = std::move(m);
   return Result::kSuccess;

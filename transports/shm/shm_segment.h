@@ -8,17 +8,23 @@
 //                                        (release), so a sender that reads the magic (acquire)
 //                                        sees every other header field.
 //   kTailOffset         tail  (u64)      messages released by the receiver; only the receiver writes
-//   kLineOffset         line[depth]      one 64-byte ShmSlotLine per slot; only the sender writes
+//   kLineOffset         line[lines]      one 64-byte ShmSlotLine per message; only the sender writes
 //   slotsOffset(depth)  slots            depth x slotBytes, each slot page aligned
 //
-// Message i lives in slot i % depth. The sender writes the payload, then the line's size, stamp
-// and (for messages of at most kShmInlineBytes) a copy of the payload, and stores line.seq = i + 1
-// last with release; the receiver waits for seq == i + 1 with acquire before it reads any of
-// them. So a small message is one cache line to fetch (data and flag share it, as NCCL's LL
-// protocols do), and a receiver polls a line only its sender writes. The tail sits on its own
-// 128-byte block (two cache lines, against adjacent-line prefetch) so producer and consumer
-// never write the same line; the receiver's release store of tail hands slots back and the
-// sender's acquire load of tail makes reuse safe. Ring invariant: tail <= sent <= tail + depth.
+// Message i lives in line i % lines, lines = shmLineCount(depth) >= depth. A payload of at most
+// kShmInlineBytes travels inside its line and takes no slot; a larger one takes the next slot in
+// slot order, and its line names it. The sender writes the payload, then the line's size, slot,
+// stamp (and the copy of a small payload), and stores line.seq = i + 1 last with release; the
+// receiver waits for seq == i + 1 with acquire before it reads any of them. So a small message is
+// one cache line to fetch (data and flag share it, as NCCL's LL protocols do), a receiver polls a
+// line only its sender writes, and small messages (closing tokens, probes, 8-byte payloads) queue
+// `lines` deep where large ones queue `depth` deep: a root that runs ahead of its receivers, or
+// leaves their closing tokens unread (src/core/owed_tokens.h), stalls 8 times less often.
+// The tail sits on its own 128-byte block (two cache lines, against adjacent-line prefetch) so
+// producer and consumer never write the same line; the receiver's release store of tail hands
+// lines and the slots of their messages back (the receiver releases in order, so the sender
+// knows which slots message tail - 1 and those before it held), and the sender's acquire load of
+// tail makes reuse safe. Ring invariants: tail <= sent <= tail + lines, and slots in use <= depth.
 
 #include <sys/types.h>
 
@@ -32,7 +38,7 @@
 namespace mixccl {
 
 constexpr uint64_t kShmMagic = 0x314e414c4d48534dull;  // "MSHMLAN1" little-endian
-constexpr uint32_t kShmVersion = 4;                    // 2: per-slot stamps; 3: pidSpace; 4: slot lines
+constexpr uint32_t kShmVersion = 5;  // 2: per-slot stamps; 3: pidSpace; 4: slot lines; 5: more lines than slots
 
 struct ShmHeader {
   std::atomic<uint64_t> magic;     // kShmMagic once the receiver finished initialising
@@ -58,20 +64,27 @@ inline size_t alignUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
 // What the sender publishes with each message (see the layout above). 64 bytes, one cache line.
 struct alignas(64) ShmSlotLine {
   std::atomic<uint64_t> seq;  // i + 1 once message i is complete; stored last
-  uint64_t bytes;
-  uint64_t stamp;  // opaque to the transport (SendConnection::commit)
-  uint8_t inlineData[40];
+  uint64_t stamp;             // opaque to the transport (SendConnection::commit)
+  uint32_t bytes;             // at most a slot's size, which the communicator caps at 1 GiB
+  uint32_t slot;              // the slot holding the payload, when it is larger than inlineData
+  uint8_t inlineData[40];     // 8-byte aligned: a reduction reads its operand from here
 };
 static_assert(sizeof(ShmSlotLine) == 64, "a slot line is one cache line");
 constexpr size_t kShmInlineBytes = sizeof(ShmSlotLine::inlineData);
 
-// The ring position (line and slot) of message `seq` in a lane of `depth` slots: a mask for the
-// power-of-two depths of every default, since a 64-bit division costs tens of cycles and a small
-// message takes several of them on each side.
-inline uint64_t shmRingIndex(uint64_t seq, uint32_t depth) {
-  return (depth & (depth - 1)) == 0 ? seq & (depth - 1) : seq % depth;
+// The position of entry `seq` in a ring of `size` entries (message lines, or slots): a mask for
+// the power-of-two sizes of every default, since a 64-bit division costs tens of cycles and a
+// small message takes several of them on each side.
+inline uint64_t shmRingIndex(uint64_t seq, uint32_t size) {
+  return (size & (size - 1)) == 0 ? seq & (size - 1) : seq % size;
 }
-inline size_t shmSlotsOffset(uint32_t depth) { return alignUp(kLineOffset + depth * sizeof(ShmSlotLine), kShmPage); }
+// Lines of a lane with `depth` slots: a function of the depth alone, so both ends agree (the
+// sender checks the depth in the header). 64 lines are 4 KiB.
+constexpr uint32_t kShmMinLines = 64;
+inline uint32_t shmLineCount(uint32_t depth) { return depth > kShmMinLines ? depth : kShmMinLines; }
+inline size_t shmSlotsOffset(uint32_t depth) {
+  return alignUp(kLineOffset + shmLineCount(depth) * sizeof(ShmSlotLine), kShmPage);
+}
 inline size_t shmSlotStride(size_t slotBytes) { return alignUp(slotBytes == 0 ? 1 : slotBytes, kShmPage); }
 inline size_t shmTotalBytes(uint32_t depth, size_t slotBytes) {
   return shmSlotsOffset(depth) + depth * shmSlotStride(slotBytes);

@@ -23,8 +23,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <memory>
+#include <vector>
 
 #include "common/config.h"
 #include "common/log.h"
@@ -64,40 +66,72 @@ class ShmSendConnection final : public SendConnection {
   ShmSendConnection(std::string name, const TransportContext& ctx, ShmPeerInfo peer, int lane)
       : name_(std::move(name)),
         depth_(static_cast<uint32_t>(ctx.fifoDepth)),
+        lines_(shmLineCount(depth_)),
         slotBytes_(ctx.slotBytes),
         peer_(std::move(peer)),
         lane_(lane),
-        watch_(peer_.pid) {}
+        watch_(peer_.pid),
+        small_(lines_),
+        lineSlot_(lines_, kNoSlot),
+        slotsAfter_(lines_, 0) {}
 
   ~ShmSendConnection() override {
     // Before mapping, the receiver may have created the segment and then died; remove the name.
     if (!ready_) shm_unlink(name_.c_str());
   }
 
-  Result acquire(void** slot) override {
+  Result acquire(void** slot) override { return acquireFor(slotBytes_, slot); }
+
+  // A message of at most kShmInlineBytes needs a free line only: its payload is written here, in
+  // this side's memory, and copied into the line at commit. A larger one also takes the next slot.
+  Result acquireFor(size_t bytes, void** slot) override {
     if (!ready_) MIXCCL_TRY(setUp());
     const uint64_t next = head_ + acquired_;
-    if (next - cachedTail_ >= depth_) {
-      cachedTail_ = map_.tail()->load(std::memory_order_acquire);
-      if (next - cachedTail_ >= depth_) return waitIdle();
+    if (next - cachedTail_ >= lines_) {
+      readTail();
+      if (next - cachedTail_ >= lines_) return waitIdle();
+    }
+    const uint64_t line = shmRingIndex(next, lines_);
+    if (bytes <= kShmInlineBytes) {
+      lineSlot_[line] = kNoSlot;
+      *slot = small_[line].bytes;
+    } else {
+      const uint64_t nextSlot = slotHead_ + slotsAcquired_;
+      if (nextSlot - slotTail_ >= depth_) {
+        readTail();
+        if (nextSlot - slotTail_ >= depth_) return waitIdle();
+      }
+      lineSlot_[line] = static_cast<uint32_t>(shmRingIndex(nextSlot, depth_));
+      *slot = map_.slot(depth_, slotBytes_, lineSlot_[line]);
+      ++slotsAcquired_;
     }
     watch_.progressed();
-    *slot = map_.slot(depth_, slotBytes_, shmRingIndex(next, depth_));
     ++acquired_;
     return Result::kSuccess;
   }
 
   Result commit(size_t bytes, uint64_t stamp) override {
-    if (acquired_ == 0 || bytes > slotBytes_) {
-      return fail(Result::kInternalError, "shm: commit of %zu bytes to rank %d without a slot (or > %zu slot bytes)",
-                  bytes, peer_.rank, slotBytes_);
+    const uint64_t at = shmRingIndex(head_, lines_);
+    const uint32_t slot = lineSlot_[at];
+    const size_t room = slot == kNoSlot ? kShmInlineBytes : slotBytes_;
+    if (acquired_ == 0 || bytes > room) {
+      return fail(Result::kInternalError,
+                  "shm: commit of %zu bytes to rank %d without a slot (or into a slot of %zu bytes)", bytes, peer_.rank,
+                  room);
     }
     --acquired_;
-    const uint64_t at = shmRingIndex(head_, depth_);
     ShmSlotLine& line = map_.lines()[at];
-    // A small payload also goes into the line, so the receiver fetches one cache line.
-    if (bytes <= kShmInlineBytes) memcpy(line.inlineData, map_.slot(depth_, slotBytes_, at), bytes);
-    line.bytes = bytes;
+    // A small payload goes into the line, so the receiver fetches one cache line.
+    if (slot == kNoSlot) {
+      memcpy(line.inlineData, small_[at].bytes, bytes);
+    } else {
+      if (bytes <= kShmInlineBytes) memcpy(line.inlineData, map_.slot(depth_, slotBytes_, slot), bytes);
+      ++slotHead_;
+      --slotsAcquired_;
+    }
+    slotsAfter_[at] = slotHead_;
+    line.slot = slot;
+    line.bytes = static_cast<uint32_t>(bytes);
     line.stamp = stamp;
     ++head_;
     // Publishes payload, size and stamp (release pairs with the receiver's acquire of seq).
@@ -133,10 +167,11 @@ class ShmSendConnection final : public SendConnection {
     h->mapped.store(1, std::memory_order_release);
     shm_unlink(name_.c_str());  // both ends hold mappings now; the name has served its purpose
     head_ = 0;
-    cachedTail_ = map_.tail()->load(std::memory_order_acquire);
+    cachedTail_ = 0;
+    readTail();
     ready_ = true;
-    MIXCCL_INFO(log::kShm, "shm: lane %d to rank %d connected (%u slots of %zu bytes)", lane_, peer_.rank, depth_,
-                slotBytes_);
+    MIXCCL_INFO(log::kShm, "shm: lane %d to rank %d connected (%u slots of %zu bytes, %u message lines)", lane_,
+                peer_.rank, depth_, slotBytes_, lines_);
     return Result::kSuccess;
   }
 
@@ -146,17 +181,40 @@ class ShmSendConnection final : public SendConnection {
     return Result::kInProgress;
   }
 
+  // Reads the receiver's tail: lines up to it are free again, and so are the slots of their
+  // messages. slotsAfter_ of message tail - 1 is still this side's: it is overwritten only by
+  // message tail - 1 + lines, whose line could be acquired only after a tail >= this one was read.
+  void readTail() {
+    const uint64_t tail = map_.tail()->load(std::memory_order_acquire);
+    if (tail == cachedTail_) return;
+    slotTail_ = slotsAfter_[shmRingIndex(tail - 1, lines_)];
+    cachedTail_ = tail;
+  }
+
+  static constexpr uint32_t kNoSlot = UINT32_MAX;  // a line whose payload travels inside it
+  struct alignas(64) SmallPayload {                // aligned as a slot is, for the typed reads of a reduction
+    uint8_t bytes[kShmInlineBytes];
+  };
+
   std::string name_;
   uint32_t depth_;
+  uint32_t lines_;
   size_t slotBytes_;
   ShmPeerInfo peer_;
   int lane_;
   PeerWatch watch_;
   ShmMapping map_;
   bool ready_ = false;
-  uint32_t acquired_ = 0;    // slots handed out by acquire() and not committed yet, from head_ on
-  uint64_t head_ = 0;        // next message index to commit
-  uint64_t cachedTail_ = 0;  // last tail seen; re-read only when the ring looks full
+  // Per line of the ring, for the message that has it now (index message % lines_):
+  std::vector<SmallPayload> small_;   // the payload of a small message until commit() copies it
+  std::vector<uint32_t> lineSlot_;    // its slot, or kNoSlot
+  std::vector<uint64_t> slotsAfter_;  // slotHead_ once it was committed
+  uint32_t acquired_ = 0;             // lines handed out by acquireFor() and not committed yet, from head_ on
+  uint32_t slotsAcquired_ = 0;        // slots among them, from slotHead_ on
+  uint64_t head_ = 0;                 // next message index to commit
+  uint64_t slotHead_ = 0;             // slots taken by committed messages
+  uint64_t cachedTail_ = 0;           // last tail seen; re-read only when a ring looks full
+  uint64_t slotTail_ = 0;             // slots released with the messages up to cachedTail_
 };
 
 class ShmRecvConnection final : public RecvConnection {
@@ -165,6 +223,7 @@ class ShmRecvConnection final : public RecvConnection {
       : name_(std::move(name)),
         map_(std::move(map)),
         depth_(static_cast<uint32_t>(ctx.fifoDepth)),
+        lines_(shmLineCount(depth_)),
         slotBytes_(ctx.slotBytes),
         peer_(std::move(peer)),
         lane_(lane),
@@ -177,9 +236,9 @@ class ShmRecvConnection final : public RecvConnection {
 
   Result peekAt(size_t ahead, const void** data, size_t* bytes, uint64_t* stamp) override {
     // A line further ahead than the ring is deep would be an older message's.
-    if (ahead >= depth_) return Result::kInProgress;
+    if (ahead >= lines_) return Result::kInProgress;
     const uint64_t idx = tail_ + ahead;
-    const uint64_t at = shmRingIndex(idx, depth_);
+    const uint64_t at = shmRingIndex(idx, lines_);
     const ShmSlotLine& line = map_.lines()[at];
     if (line.seq.load(std::memory_order_acquire) != idx + 1) return ahead == 0 ? waitIdle() : Result::kInProgress;
     if (idx + 1 > arrived_) arrived_ = idx + 1;
@@ -190,10 +249,19 @@ class ShmRecvConnection final : public RecvConnection {
       return fail(Result::kRemoteError, "shm: rank %d (host %s) wrote a %zu-byte message into a %zu-byte slot",
                   peer_.rank, peer_.host.c_str(), *bytes, slotBytes_);
     }
-    *data = *bytes <= kShmInlineBytes ? static_cast<const void*>(line.inlineData)
-                                      : static_cast<const void*>(map_.slot(depth_, slotBytes_, at));
+    if (*bytes <= kShmInlineBytes) {
+      *data = line.inlineData;
+      return Result::kSuccess;
+    }
+    if (line.slot >= depth_) {
+      return fail(Result::kRemoteError, "shm: rank %d (host %s) named slot %u of a lane with %u slots", peer_.rank,
+                  peer_.host.c_str(), line.slot, depth_);
+    }
+    *data = map_.slot(depth_, slotBytes_, line.slot);
     return Result::kSuccess;
   }
+
+  size_t messageDepth() const override { return lines_; }
 
   Result reserve() override { return map_.reservePages(); }
 
@@ -237,13 +305,14 @@ class ShmRecvConnection final : public RecvConnection {
   std::string name_;
   ShmMapping map_;
   uint32_t depth_;
+  uint32_t lines_;
   size_t slotBytes_;
   ShmPeerInfo peer_;
   int lane_;
   PeerWatch watch_;
   bool senderMapped_ = false;
   bool arrivedAtTail() const {
-    return map_.lines()[shmRingIndex(tail_, depth_)].seq.load(std::memory_order_acquire) == tail_ + 1;
+    return map_.lines()[shmRingIndex(tail_, lines_)].seq.load(std::memory_order_acquire) == tail_ + 1;
   }
 
   uint64_t tail_ = 0;     // next message index to read (mirrors the shared tail)

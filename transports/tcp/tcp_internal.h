@@ -143,6 +143,7 @@ class TcpRecvConnection final : public RecvConnection {
 
   Result peekAt(size_t ahead, const void** data, size_t* bytes, uint64_t* stamp) override;
   Result release() override;
+  size_t messageDepth() const override { return depth_; }
 
   // Called by the hub with the validated socket of this lane.
   void attach(Socket sock);
