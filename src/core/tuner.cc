@@ -342,13 +342,15 @@ Result Tuner::configure(const std::string& algoPolicy, const std::string& protoP
     const uint32_t all = supported(kind);
     const Entry* e = kind == CollKind::kSend || kind == CollKind::kRecv ? nullptr : entryFor(entries, kind);
     // One-round algorithms the tuner takes on its own only for small collectives (choose(),
-    // smallOnlyBytes_): the ordered reduce-scatter up to 64 KiB, the direct all-gather up to
+    // smallOnlyBytes_): the ordered reduce-scatter up to 4 KiB, the direct all-gather up to
     // 256 KiB. Their one round wins where latency decides; above, every peer's data reaching one
     // rank at once (ordered) or one block leaving p-1 times (direct) lost to the ring in ways the
     // model does not see (perf/tuner-sweep, 2 MiB at 8 ranks on 2 cores: ordered 4.3 ms and direct
     // 0.61 ms against the ring's 0.50 and 0.46). The ordered form, which folds p-1 operands at one
     // owner, lost earlier: at 128-256 KiB it was 1.15-1.48x recursive halving at 4 and 8 ranks,
     // where direct was within 2 % of the best (and 1.25-1.48x faster than the ring at 8 ranks).
+    // At 8 ranks on 2 cores it also lost at 8 KiB in three perf/tuner-sweep runs (1.20-1.55x
+    // recursive halving; 32 KiB: 1.09x Bruck) and led at 2 KiB, hence 4 KiB.
     // The direct all-to-all stayed within 5 % of pairwise at every size.
     smallOnly_[k] = 0;
     smallOnlyBytes_[k] = 0;

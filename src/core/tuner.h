@@ -112,7 +112,7 @@ class Tuner {
   // configure() says why).
   uint32_t smallOnly_[kNumCollKinds] = {};
   uint64_t smallOnlyBytes_[kNumCollKinds] = {};
-  static constexpr uint64_t kOrderedReduceScatterBytes = 64 * 1024;
+  static constexpr uint64_t kOrderedReduceScatterBytes = 4 * 1024;
   static constexpr int kOrderedMinRanksPerCore = 4;  // autoChoices() says why
   static constexpr uint64_t kDirectAllGatherBytes = 256 * 1024;
   static constexpr uint64_t kBinomialReduceBytes = 4 * 1024;  // configure() says why

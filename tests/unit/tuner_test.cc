@@ -82,7 +82,12 @@ TEST(Tuner, StagedSendsGiveTheRingTheSizesBeyondTheCache) {
   const uint64_t small = 64 << 10;
   EXPECT_EQ(chosen(t, CollKind::kAllReduce, small / 4), Algo::kRabenseifner);
   EXPECT_EQ(chosen(t, CollKind::kAllGather, small / 4 / 8), Algo::kDirect);
-  EXPECT_EQ(chosen(t, CollKind::kReduceScatter, small / 4 / 8), Algo::kOrdered);
+  // The ordered reduce-scatter up to 4 KiB in all (Tuner::configure: it lost to recursive
+  // halving at 8 KiB in three sweeps); recursive halving above.
+  EXPECT_EQ(chosen(t, CollKind::kReduceScatter, (4 << 10) / 4 / 8), Algo::kOrdered);
+  for (uint64_t whole : {uint64_t{8} << 10, small}) {
+    EXPECT_EQ(chosen(t, CollKind::kReduceScatter, whole / 4 / 8), Algo::kRecursiveHalving) << whole;
+  }
   // With 2 ranks to a core a round is cheap enough for recursive halving's log p of them
   // (Tuner::autoChoices; 4 ranks on 2 cores measured 1.1-1.3x faster than ordered up to 8 KiB).
   TuneFacts four = eightRanksOnTwoCores();
