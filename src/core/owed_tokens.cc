@@ -2,7 +2,7 @@
 // SPDX-FileCopyrightText: 2026 The mixccl authors
 #include "src/core/owed_tokens.h"
 
-#include <algorithm>
+#include <cstddef>
 #include <cstdio>
 #include <string>
 
@@ -10,22 +10,18 @@ namespace mixccl {
 
 size_t OwedTokens::limit(size_t laneMessages) { return laneMessages > 2 ? laneMessages - 2 : 0; }
 
-const OwedTokens::Debtor* OwedTokens::debtorOf(int peer) const {
-  for (const Debtor& d : debtors_) {
-    if (d.peer == peer) return &d;
-  }
-  return nullptr;
+size_t OwedTokens::debtorIndex(int peer) const {
+  size_t i = 0;
+  while (i < debtors_.size() && debtors_[i].peer != peer) ++i;
+  return i;
 }
 
 void OwedTokens::add(int peer, const OpIdentity& op, size_t limit) {
   owed_.push_back(Owed{peer, op});
-  for (Debtor& d : debtors_) {
-    if (d.peer != peer) continue;
-    ++d.owed;
-    d.limit = limit;
-    return;
-  }
-  debtors_.push_back(Debtor{peer, 1, limit});
+  const size_t i = debtorIndex(peer);
+  if (i == debtors_.size()) debtors_.push_back(Debtor{peer, 0, limit});
+  ++debtors_[i].owed;
+  debtors_[i].limit = limit;
 }
 
 int OwedTokens::peerOverLimit() const {
@@ -51,8 +47,8 @@ Result OwedTokens::match(int peer, size_t bytes, uint64_t stamp) {
                 collName(op.kind), static_cast<unsigned long long>(op.seq), op.rank, peer, bytes);
   }
   owed_.erase(owed_.begin() + static_cast<std::ptrdiff_t>(i));
-  auto d = std::find_if(debtors_.begin(), debtors_.end(), [peer](const Debtor& x) { return x.peer == peer; });
-  if (--d->owed == 0) debtors_.erase(d);
+  const size_t d = debtorIndex(peer);
+  if (--debtors_[d].owed == 0) debtors_.erase(debtors_.begin() + static_cast<std::ptrdiff_t>(d));
   return Result::kSuccess;
 }
 

@@ -53,7 +53,7 @@ class OwedTokens {
   // of its tokens may stay owed (limit() of that lane).
   void add(int peer, const OpIdentity& op, size_t limit);
   // Whether a token from `peer` is owed.
-  bool from(int peer) const { return debtorOf(peer) != nullptr; }
+  bool from(int peer) const { return debtorIndex(peer) < debtors_.size(); }
   // The peer of the oldest owed token (-1 when none).
   int oldestPeer() const { return owed_.empty() ? -1 : owed_.front().peer; }
   // A peer that owes more tokens than its limit (-1 when none): its oldest must be read before the
@@ -77,9 +77,9 @@ class OwedTokens {
     size_t owed;   // tokens of `peer` in owed_
     size_t limit;  // how many may stay owed
   };
-  const Debtor* debtorOf(int peer) const;
-  std::deque<Owed> owed_;        // oldest first; the oldest is read first, so it leaves the front
-  std::vector<Debtor> debtors_;  // the peers in owed_: one or two roots' neighbours, usually
+  size_t debtorIndex(int peer) const;  // debtors_.size() when `peer` owes nothing
+  std::deque<Owed> owed_;              // oldest first; the oldest is read first, so it leaves the front
+  std::vector<Debtor> debtors_;        // the peers in owed_: one or two roots' neighbours, usually
 };
 
 }  // namespace mixccl
