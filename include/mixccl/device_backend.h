@@ -98,7 +98,11 @@ typedef struct {
  * The last source is the rank's own input, the others are data that already went through pre()
  * on the rank that sent it. With n == 1 and neither transform this is a copy.
  * Results must be bitwise what mixccl's host backend computes for the same call (docs/PROTOCOL.md,
- * "Arithmetic"), so that ranks of different vendors agree.
+ * "Arithmetic"), so that ranks of different vendors agree. That includes NaNs: a result of
+ * arithmetic that is a NaN is stored as the type's canonical NaN (positive, quiet bit only:
+ * 0x7fc00000, 0x7ff8000000000000, half 0x7e00, bfloat16 0x7fc0, e4m3 0x7f, e5m2 0x7e), not the
+ * NaN the hardware made; a copy (n == 1, no transform) keeps the bits it was given. The arithmetic
+ * check at init hashes NaN bits as they are.
  */
 typedef struct {
   ncclDataType_t dtype;

@@ -215,8 +215,18 @@ static ncclResult_t pluginCopy(void* dst, const void* src, size_t bytes, void* q
   return ncclSuccess;
 }
 
-/* One loop per type: dst[i] = s[0][i] OP s[1][i] OP ... folded left to right. */
-#define REDUCE_LOOP(T, OPEXPR)              \
+/* The canonical NaN every backend stores for a NaN result (PROTOCOL.md, "Arithmetic"). */
+static float canonicalFloat(float v) {
+  if (v == v) return v;
+  const uint32_t bits = 0x7fc00000u;
+  memcpy(&v, &bits, sizeof(v));
+  return v;
+}
+static int32_t canonicalInt32(int32_t v) { return v; }
+
+/* One loop per type: dst[i] = s[0][i] OP s[1][i] OP ... folded left to right; a result of
+ * arithmetic (two sources or more) stores a NaN as the canonical one. */
+#define REDUCE_LOOP(T, CANON, OPEXPR)       \
   do {                                      \
     T* d = (T*)dst;                         \
     for (size_t i = 0; i < count; ++i) {    \
@@ -225,23 +235,23 @@ static ncclResult_t pluginCopy(void* dst, const void* src, size_t bytes, void* q
         const T x = ((const T*)srcs[s])[i]; \
         acc = OPEXPR;                       \
       }                                     \
-      d[i] = acc;                           \
+      d[i] = nsrcs > 1 ? CANON(acc) : acc;  \
     }                                       \
   } while (0)
 
-#define REDUCE_TYPE(T)                                                        \
+#define REDUCE_TYPE(T, CANON)                                                 \
   switch (spec->op) {                                                         \
     case ncclSum:                                                             \
-      REDUCE_LOOP(T, acc + x);                                                \
+      REDUCE_LOOP(T, CANON, acc + x);                                         \
       break;                                                                  \
     case ncclProd:                                                            \
-      REDUCE_LOOP(T, acc* x);                                                 \
+      REDUCE_LOOP(T, CANON, acc* x);                                          \
       break;                                                                  \
     case ncclMax:                                                             \
-      REDUCE_LOOP(T, x > acc ? x : acc);                                      \
+      REDUCE_LOOP(T, CANON, x > acc ? x : acc);                               \
       break;                                                                  \
     case ncclMin:                                                             \
-      REDUCE_LOOP(T, x < acc ? x : acc);                                      \
+      REDUCE_LOOP(T, CANON, x < acc ? x : acc);                               \
       break;                                                                  \
     default:                                                                  \
       return failWith(ncclInvalidArgument, "reduce: operator not supported"); \
@@ -269,9 +279,9 @@ __attribute__((unused)) static ncclResult_t pluginReduce(void* dst, const void* 
   }
   if (count == 0) return ncclSuccess;
   if (spec->dtype == ncclFloat32) {
-    REDUCE_TYPE(float);
+    REDUCE_TYPE(float, canonicalFloat);
   } else if (spec->dtype == ncclInt32) {
-    REDUCE_TYPE(int32_t);
+    REDUCE_TYPE(int32_t, canonicalInt32);
   } else {
     return failWith(ncclInvalidArgument, "reduce: data type not supported");
   }

@@ -549,6 +549,77 @@ TEST(ReduceSemantics, MaxMinIgnoreOneNan) {
   EXPECT_FALSE(std::signbit(out[3]));  // equal operands: the second, pre(b)
 }
 
+// A NaN made by arithmetic is stored as the canonical NaN (PROTOCOL.md, "Arithmetic"), whatever NaN
+// the CPU produced (x86 makes a negative one for inf - inf) or was given, in both kernel variants,
+// in the vector body and in the tail. Without it a GPU rank and a CPU rank store different bits.
+TEST(ReduceSemantics, NanResultsAreCanonical) {
+  struct Case {
+    DataType dtype;
+    uint64_t canonical, negNan, inf;  // inf 0: the type has none (e4m3)
+  };
+  const Case cases[] = {
+      {DataType::kFloat16, 0x7e00, 0xfe01, 0x7c00},
+      {DataType::kFloat32, 0x7fc00000, 0xffc00001, 0x7f800000},
+      {DataType::kFloat64, 0x7ff8000000000000, 0xfff8000000000001, 0x7ff0000000000000},
+      {DataType::kBfloat16, 0x7fc0, 0xffc1, 0x7f80},
+      {DataType::kFloat8e4m3, 0x7f, 0xff, 0},
+      {DataType::kFloat8e5m2, 0x7e, 0xfd, 0x7c},
+  };
+  constexpr size_t kCount = 19;  // two blocks of 8 and a tail of 3
+  std::vector<host::KernelIsa> isas = {host::KernelIsa::kPortable};
+  if (host::kernelIsaAvailable(host::KernelIsa::kAvx2)) isas.push_back(host::KernelIsa::kAvx2);
+  for (const Case& c : cases) {
+    const size_t size = dataTypeSize(c.dtype);
+    const uint64_t sign = uint64_t{1} << (8 * size - 1);
+    uint64_t one = 0;
+    encodeScalar(c.dtype, 1.0, reinterpret_cast<uint8_t*>(&one));
+    auto fill = [&](uint64_t bits) {
+      std::vector<uint8_t> v(kCount * size);
+      for (size_t i = 0; i < kCount; ++i) std::memcpy(&v[i * size], &bits, size);
+      return v;
+    };
+    struct Trial {
+      const char* what;
+      RedOpKind op;
+      uint64_t a, b;  // a == ~0: no first operand
+      bool pre, post;
+    };
+    std::vector<Trial> trials = {
+        {"sum of a negative NaN and 1", RedOpKind::kSum, c.negNan, one, false, false},
+        {"product of 1 and a negative NaN", RedOpKind::kProd, one, c.negNan, false, false},
+        {"max of two NaNs", RedOpKind::kMax, c.negNan, c.canonical | 1, false, false},
+        {"min of two NaNs", RedOpKind::kMin, c.canonical | 1, c.negNan, false, false},
+        {"pre() of a NaN", RedOpKind::kSum, ~uint64_t{0}, c.negNan, true, false},
+        {"post() of a NaN sum", RedOpKind::kSum, c.negNan, one, false, true},
+    };
+    if (c.inf != 0) {
+      trials.push_back({"inf + -inf", RedOpKind::kSum, c.inf, c.inf | sign, false, false});
+      trials.push_back({"-inf + inf", RedOpKind::kSum, c.inf | sign, c.inf, false, false});
+    }
+    for (host::KernelIsa isa : isas) {
+      for (const Trial& t : trials) {
+        SCOPED_TRACE(std::string(dataTypeName(c.dtype)) + " " + host::kernelIsaName(isa) + ": " + t.what);
+        const bool hasA = t.a != ~uint64_t{0};
+        const std::vector<uint8_t> a = fill(hasA ? t.a : 0), b = fill(t.b);
+        std::vector<uint8_t> dst(kCount * size, 0x55);
+        ReduceSpec spec;
+        spec.dtype = c.dtype;
+        spec.op = t.op;
+        spec.preMul = t.pre;
+        encodeScalar(c.dtype, 3.0, spec.scalar);
+        spec.divisor = t.post ? 3 : 0;
+        ASSERT_EQ(host::reduceWithIsa(isa, dst.data(), hasA ? a.data() : nullptr, b.data(), kCount, spec, true, true),
+                  Result::kSuccess);
+        for (size_t i = 0; i < kCount; ++i) {
+          uint64_t got = 0;
+          std::memcpy(&got, &dst[i * size], size);
+          ASSERT_EQ(got, c.canonical) << "element " << i << " is 0x" << std::hex << got;
+        }
+      }
+    }
+  }
+}
+
 TEST(ReduceSemantics, Fp8SumSaturates) {
   const uint8_t a[] = {0x7e, 0xfe, 0x7c, 0x7f};  // e4m3: 448, -448, 256, NaN
   const uint8_t b[] = {0x7e, 0xfe, 0x7c, 0x00};

@@ -17,6 +17,9 @@
 //  - max/min ignore a NaN operand (IEEE maxNum/minNum, like C fmax and CUDA's __hmax): the result
 //    is NaN only when both operands are NaN. When the operands compare equal (+0 and -0 included)
 //    the result is the second operand, pre(b[i]).
+//  - A result that is a NaN is stored as the canonical NaN of its type (positive, quiet bit only:
+//    0x7fc00000, 0x7ff8000000000000, half 0x7e00, bfloat16 0x7fc0, e4m3 0x7f, e5m2 0x7e), whatever
+//    NaN the hardware made, so results are the same bits on every vendor's device.
 //  - dst may equal a or b exactly (in place); partial overlap is not allowed.
 //
 // The kernels are chosen once per call (data type x op x transforms) and run a typed loop; no

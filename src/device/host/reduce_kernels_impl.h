@@ -18,6 +18,7 @@
 #error "define MIXCCL_KERNEL_NS before including reduce_kernels_impl.h"
 #endif
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -31,6 +32,17 @@ namespace {
 
 // ---- formats ---------------------------------------------------------------------------------
 
+// storeResult() is store() for a result of arithmetic: a NaN is stored as the type's canonical NaN
+// (PROTOCOL.md, "Arithmetic": positive, quiet bit only), whatever NaN the hardware made (x86 makes
+// a negative one for inf - inf, NVIDIA GPUs 0x7fffffff) or which operand's NaN it passed on, so
+// the stored bits do not depend on the vendor. Selected with bit masks, not `?:`, so the loops
+// stay vectorised (float_formats.h explains why).
+template <typename S>
+MIXCCL_FMT_INLINE S canonicalIfNan(float v, uint32_t canonical, S stored) {
+  const bool nan = (fmt16::floatBits(v) & 0x7fffffffu) > 0x7f800000u;
+  return static_cast<S>(fmt16::detail::pick(nan, canonical, stored));
+}
+
 // Integers compute in their own type; add and mul go through the unsigned type so overflow wraps
 // instead of being undefined.
 template <typename T>
@@ -42,6 +54,7 @@ struct IntFormat {
   MIXCCL_FMT_INLINE static T load(T v) { return v; }
   MIXCCL_FMT_INLINE static T store(T v) { return v; }
   MIXCCL_FMT_INLINE static T round(T v) { return v; }
+  MIXCCL_FMT_INLINE static T storeResult(T v) { return v; }
   static T add(T x, T y) { return static_cast<T>(static_cast<Unsigned>(x) + static_cast<Unsigned>(y)); }
   static T mul(T x, T y) { return static_cast<T>(static_cast<Unsigned>(x) * static_cast<Unsigned>(y)); }
 };
@@ -55,6 +68,16 @@ struct NativeFloatFormat {
   MIXCCL_FMT_INLINE static T load(T v) { return v; }
   MIXCCL_FMT_INLINE static T store(T v) { return v; }
   MIXCCL_FMT_INLINE static T round(T v) { return v; }
+  MIXCCL_FMT_INLINE static T storeResult(T v) {
+    if constexpr (sizeof(T) == 4) {
+      const uint32_t u = std::bit_cast<uint32_t>(v);
+      return std::bit_cast<T>(fmt16::detail::pick((u & 0x7fffffffu) > 0x7f800000u, 0x7fc00000u, u));
+    } else {
+      const uint64_t u = std::bit_cast<uint64_t>(v);
+      const uint64_t m = 0ull - static_cast<uint64_t>((u & 0x7fffffffffffffffull) > 0x7ff0000000000000ull);
+      return std::bit_cast<T>((0x7ff8000000000000ull & m) | (u & ~m));
+    }
+  }
 };
 
 // Narrow formats computed in float; round() narrows and widens again, so the value is exactly what
@@ -66,6 +89,7 @@ struct HalfFormat {
   MIXCCL_FMT_INLINE static float load(uint16_t v) { return fmt16::halfToFloat(v); }
   MIXCCL_FMT_INLINE static uint16_t store(float v) { return fmt16::floatToHalf(v); }
   MIXCCL_FMT_INLINE static float round(float v) { return load(store(v)); }
+  MIXCCL_FMT_INLINE static uint16_t storeResult(float v) { return canonicalIfNan(v, 0x7e00u, store(v)); }
 };
 
 struct Bf16Format {
@@ -75,6 +99,7 @@ struct Bf16Format {
   MIXCCL_FMT_INLINE static float load(uint16_t v) { return fmt16::bf16ToFloat(v); }
   MIXCCL_FMT_INLINE static uint16_t store(float v) { return fmt16::floatToBf16(v); }
   MIXCCL_FMT_INLINE static float round(float v) { return load(store(v)); }
+  MIXCCL_FMT_INLINE static uint16_t storeResult(float v) { return canonicalIfNan(v, 0x7fc0u, store(v)); }
 };
 
 struct E4m3Format {
@@ -84,6 +109,7 @@ struct E4m3Format {
   MIXCCL_FMT_INLINE static float load(uint8_t v) { return fmt16::fp8e4m3ToFloat(v); }
   MIXCCL_FMT_INLINE static uint8_t store(float v) { return fmt16::floatToFp8e4m3(v, fmt16::Fp8Overflow::kSaturate); }
   MIXCCL_FMT_INLINE static float round(float v) { return load(store(v)); }
+  MIXCCL_FMT_INLINE static uint8_t storeResult(float v) { return canonicalIfNan(v, 0x7fu, store(v)); }
 };
 
 struct E5m2Format {
@@ -93,6 +119,7 @@ struct E5m2Format {
   MIXCCL_FMT_INLINE static float load(uint8_t v) { return fmt16::fp8e5m2ToFloat(v); }
   MIXCCL_FMT_INLINE static uint8_t store(float v) { return fmt16::floatToFp8e5m2(v, fmt16::Fp8Overflow::kSaturate); }
   MIXCCL_FMT_INLINE static float round(float v) { return load(store(v)); }
+  MIXCCL_FMT_INLINE static uint8_t storeResult(float v) { return canonicalIfNan(v, 0x7eu, store(v)); }
 };
 
 // ---- arithmetic --------------------------------------------------------------------------------
@@ -204,6 +231,11 @@ size_t halfBlocks(const KernelArgs& k, float scalar, float divisor) {
       if constexpr (kPost != Post::kNone) y = roundHalf8(y);
     }
     if constexpr (kPost != Post::kNone) y = _mm256_div_ps(y, d);
+    if constexpr (kHasA || kPre || kPost != Post::kNone) {
+      // A NaN becomes 0x7fc00000, which narrows to the canonical half NaN 0x7e00 (storeResult).
+      const __m256 canonical = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fc00000));
+      y = _mm256_blendv_ps(y, canonical, _mm256_cmp_ps(y, y, _CMP_UNORD_Q));
+    }
     _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), narrowHalf8(y));
   }
   return end;
@@ -240,7 +272,13 @@ void loop(const KernelArgs& k) {
       if constexpr (kPost != Post::kNone) y = F::round(y);
     }
     if constexpr (kPost != Post::kNone) y = divide<F, kPost>(y, div);
-    dst[i] = F::store(y);
+    // Only a result of arithmetic is made canonical; a plain copy (reduce() never gets here with
+    // none of a, pre and post) would keep the bits it was given.
+    if constexpr (kHasA || kPre || kPost != Post::kNone) {
+      dst[i] = F::storeResult(y);
+    } else {
+      dst[i] = F::store(y);
+    }
   }
 }
 

@@ -10,12 +10,13 @@
 //    the same bit manipulation as float_formats.h; every arithmetic step runs in float and is
 //    rounded back to the narrow type exactly where the host loop rounds (only when another step
 //    follows; the store rounds last).
-//  - a sum or product of two NaNs gives the second operand's NaN, quietened (see nanRule32): the
-//    one case where the host's bits depend on its compiler, so only NaN-ness is guaranteed equal.
+//  - a result that is a NaN is stored as the canonical NaN (canon_*): positive, quiet bit only, as
+//    the host stores it; devices differ in the NaN an invalid operation makes (NVIDIA: 0x7fffffff).
 //  - integers add and multiply through their unsigned type (wrap), divide with truncation in
 //    64-bit arithmetic (what the host's via-double and integer paths both compute).
 //  - max/min: x where x > y or y is NaN, else y (equal operands give y, signed zeros too); the
-//    choice is a bit mask so a signalling NaN operand keeps its bits, as on the host.
+//    choice is a bit mask, so the compiler cannot turn it into fmax/fmin, whose choice between
+//    +0 and -0 is unspecified.
 //  - float division of post() is correctly rounded: the build passes
 //    -cl-fp32-correctly-rounded-divide-sqrt, or defines MIXCCL_DIV_VIA_DOUBLE when the device
 //    lacks that option (a double quotient rounded to float is correctly rounded: 53 >= 2*24+2).
@@ -118,6 +119,7 @@ inline uchar floatToE5m2(float f) {
   inline S div_##S(S x, ulong d, ulong bits) { return (S)((W)x / (W)d); }             \
   inline S scal_##S(ulong bits) { return (S)bits; }                                    \
   inline int isnan_##S(S x) { return 0; }                                              \
+  inline S canon_##S(S x) { return x; }                                                \
   inline S sel_##S(int c, S x, S y) { return c ? x : y; }
 
 INT_OPS(char, uchar, long)
@@ -127,30 +129,21 @@ INT_OPS(uint, uint, ulong)
 INT_OPS(long, ulong, long)
 INT_OPS(ulong, ulong, ulong)
 
-/* max/min pick an operand by mask, not with `?:` on floating values: the compiler turns that
- * pattern into maxnum/minnum, which quietens a signalling NaN operand, where the host returns the
- * operand's bits unchanged. */
+/* max/min pick an operand by mask, not with `?:` on floating values: the compiler may turn that
+ * pattern into maxnum/minnum, which may return either zero for +0 and -0, where the host returns
+ * the second operand. */
 inline float selBits32(int c, float x, float y) {
   const uint m = 0u - (uint)(c != 0);
   return as_float((as_uint(x) & m) | (as_uint(y) & ~m));
 }
 
-/* A sum or product of two NaNs returns the second operand's NaN (y = pre(b)), quietened, whatever
- * order the compiler gives the operands. The host kernels leave this to GCC's operand order, which
- * varies by type and loop (mostly the second operand on x86), so only this case may differ from the
- * host in payload or sign; the result is a NaN on both. One NaN operand: that NaN, quietened. */
-inline float nanRule32(float x, float y, float r) {
-  return y != y ? as_float(as_uint(y) | 0x00400000u) : (x != x ? as_float(as_uint(x) | 0x00400000u) : r);
-}
-
-#define FLOAT_OPS_RULE(N, RULE)                                                        \
-  inline float add_##N(float x, float y) { return RULE(x, y, x + y); }                 \
-  inline float mul_##N(float x, float y) { return RULE(x, y, x * y); }                 \
+#define FLOAT_OPS(N)                                                                   \
+  inline float add_##N(float x, float y) { return x + y; }                             \
+  inline float mul_##N(float x, float y) { return x * y; }                             \
   inline float div_##N(float x, ulong d, ulong bits) { return DIVF32(x, bits); }       \
   inline int isnan_##N(float x) { return x != x; }                                    \
+  inline float canon_##N(float x) { return x != x ? as_float(0x7fc00000u) : x; }       \
   inline float sel_##N(int c, float x, float y) { return selBits32(c, x, y); }
-
-#define FLOAT_OPS(N) FLOAT_OPS_RULE(N, nanRule32)
 FLOAT_OPS(f32)
 FLOAT_OPS(f16)
 FLOAT_OPS(bf16)
@@ -163,10 +156,8 @@ inline uchar scal_e4m3(ulong bits) { return (uchar)bits; }
 inline uchar scal_e5m2(ulong bits) { return (uchar)bits; }
 
 /* One kernel per (type, OP, FLAGS), both fixed at compile time. FLAGS: bit 0 = a present, bit 1 =
- * pre(), bit 2 = post(); OP: 0 sum, 1 prod, 2 max, 3 min. With run-time flags the compiler merges
- * `if (post) y = y / d` into `y / (post ? d : 1)` (and likewise for pre and the op), which quietens a
- * signalling NaN the host passes through unchanged. A run-time op or an index check also keeps
- * POCL from vectorising the work-group loop (2.9 against 12.4 GB/s for a float sum, 0.5 against 5.0
+ * pre(), bit 2 = post(); OP: 0 sum, 1 prod, 2 max, 3 min. A run-time op or flags (uniform
+ * branches) or an index check keep POCL from vectorising the work-group loop (2.9 against 12.4 GB/s for a float sum, 0.5 against 5.0
  * for half), so neither is here: the host launches exactly n work-items (opencl_backend.cc). The
  * opArg and flags arguments repeat OP and FLAGS and are not read. */
 #define REDUCE_VARIANT(NAME, N, S, C, LOAD, STORE, OP, FLAGS)                                             \
@@ -198,6 +189,7 @@ inline uchar scal_e5m2(ulong bits) { return (uchar)bits; }
       if (post) y = LOAD(STORE(y));                                                                      \
     }                                                                                                    \
     if (post) y = div_##N(y, divisor, divBits);                                                          \
+    if (FLAGS != 0) y = canon_##N(y);                                                                    \
     const S out = STORE(y);                                                                              \
     d[i] = out;                                                                                          \
     if (dual) ((global S*)((global uchar*)dst2 + d2Off))[i] = out;                                      \
@@ -232,12 +224,9 @@ REDUCE_KERNEL(reduce_float8e4m3, e4m3, uchar, float, e4m3ToFloat, floatToE4m3)
 REDUCE_KERNEL(reduce_float8e5m2, e5m2, uchar, float, e5m2ToFloat, floatToE5m2)
 
 #ifdef cl_khr_fp64
-inline double nanRule64(double x, double y, double r) {
-  return y != y ? as_double(as_ulong(y) | 0x0008000000000000ul)
-                : (x != x ? as_double(as_ulong(x) | 0x0008000000000000ul) : r);
-}
-inline double add_f64(double x, double y) { return nanRule64(x, y, x + y); }
-inline double mul_f64(double x, double y) { return nanRule64(x, y, x * y); }
+inline double add_f64(double x, double y) { return x + y; }
+inline double mul_f64(double x, double y) { return x * y; }
+inline double canon_f64(double x) { return x != x ? as_double(0x7ff8000000000000ul) : x; }
 inline double div_f64(double x, ulong d, ulong bits) { return x / as_double(bits); }
 inline double scal_f64(ulong bits) { return as_double(bits); }
 inline int isnan_f64(double x) { return x != x; }
