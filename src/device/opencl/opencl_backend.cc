@@ -514,13 +514,9 @@ Result OpenclBackend::reduceImpl(void* dst, void* dst2, const void* a, const voi
   }
   const bool dual = dst2 != nullptr && !bounce[3];
   const size_t slot = (bytes + 127) / 128 * 128;
-  void* tmp = nullptr;
-  if (nBounce > 0) {
-    tmp = clSVMAlloc(rt_->context(), CL_MEM_READ_WRITE, slot * nBounce, 0);
-    if (tmp == nullptr) {
-      return fail(Result::kSystemError, "opencl reduce: no %zu bytes of SVM to stage host operands", slot * nBounce);
-    }
-  }
+  ocl::StagingPool::Block staged;
+  if (nBounce > 0) MIXCCL_TRY(rt_->staging().take(slot * nBounce, &staged));
+  void* const tmp = staged.ptr;
   Operand use[3] = {ops[0], ops[1], ops[2]};
   Result r = Result::kSuccess;
   // The event of the last command enqueued from the kernel on (complete() keeps it for record()).
@@ -578,23 +574,21 @@ Result OpenclBackend::reduceImpl(void* dst, void* dst2, const void* a, const voi
   if (r == Result::kSuccess && bounce[0]) r = enqueueCopy(q, ops[0], use[0], bytes, tailOut());
   if (r == Result::kSuccess && dst2 != nullptr && !dual) r = enqueueCopy(q, ops[3], use[0], bytes, tailOut());
   cl_event last = nullptr;
-  if (tmp == nullptr && queue != nullptr && r == Result::kSuccess) {
+  if (r == Result::kSuccess && (queue != nullptr || tmp != nullptr)) {
     std::swap(last, tail);
   } else if (tail != nullptr) {
     clReleaseEvent(tail);
   }
-  if (tmp != nullptr) {
-    cl_int err = clEnqueueSVMFree(q, 1, &tmp, nullptr, nullptr, 0, nullptr, &last);
-    if (err != CL_SUCCESS) {
-      clFinish(q);
-      clSVMFree(rt_->context(), tmp);
-      if (r == Result::kSuccess) r = clFail(err, "clEnqueueSVMFree");
-      return r;
-    }
-  } else if (last == nullptr) {
+  if (last == nullptr) {
     // A caller that waits (or cleans up after a failure) needs an event to wait for.
     cl_int err = clEnqueueMarkerWithWaitList(q, 0, nullptr, &last);
     if (err != CL_SUCCESS && r == Result::kSuccess) r = clFail(err, "clEnqueueMarkerWithWaitList");
+  }
+  // The queue is in order, so `last` follows every command that used the staging block; without
+  // one, the block goes back only once the queue has drained.
+  if (tmp != nullptr) {
+    if (last == nullptr) clFinish(q);
+    rt_->staging().give(staged, last, q);
   }
   if (r != Result::kSuccess) {
     // Let whatever was enqueued finish before the caller reuses the buffers.

@@ -24,14 +24,16 @@
 //    the engine refuses non-kDevice buffers of calls with a stream, which covers both cases.
 //  - allocStaging: fine-grained SVM when the device has it (host- and kernel-usable), otherwise
 //    page-aligned host memory with a cl_mem over it.
-//  - registerHost: a cl_mem (CL_MEM_USE_HOST_PTR) over the range; kernels given a pointer inside
-//    it get (cl_mem, offset). This assumes zero-copy host-pointer buffers (CPU devices such as
-//    POCL, integrated GPUs); a discrete device would need explicit read/write around kernels.
+//  - registerHost: a cl_mem (CL_MEM_USE_HOST_PTR) over the range; on a device that shares host
+//    memory (CPU devices such as POCL, integrated GPUs) kernels given a pointer inside it get
+//    (cl_mem, offset). A device with memory of its own (a discrete GPU) may keep such a buffer as
+//    a cached copy in device memory (the OpenCL spec allows it), which host writes by peers (shm
+//    slots) do not reach without a map; there registered memory is used as plain host memory below.
 //  - Plain host pointers (not registered) given to reduce(): on a device that shares host memory
 //    (a CPU device, or CL_DEVICE_HOST_UNIFIED_MEMORY), one aligned to CL_DEVICE_MEM_BASE_ADDR_ALIGN
 //    is wrapped for the call in a zero-copy CL_MEM_USE_HOST_PTR buffer (the same assumption as
-//    registerHost). Otherwise, and for misaligned operands, they are staged through a temporary
-//    SVM bounce buffer (correct, slower), freed on the queue (clEnqueueSVMFree) after the kernel.
+//    registerHost). Otherwise, and for misaligned operands, they are staged through an
+//    SVM block of the staging pool (staging_pool.h), reused once the commands that used it completed.
 //  - query() on a CPU device yields the processor while the fence is pending: the device's worker
 //    threads run on the cores a spinning poller would otherwise keep.
 //
@@ -97,6 +99,8 @@ class OpenclBackend final : public DeviceBackend {
   cl_context context() const { return rt_->context(); }
   cl_device_id device() const { return rt_->device(); }
   Result allocSvm(size_t bytes, bool fine, void** ptr);
+  // Whether the device has fine-grained SVM (POCL does; NVIDIA's driver offers coarse-grained only).
+  bool hasFineSvm() const { return rt_->fineSvm(); }
 
  private:
   cl_command_queue queueOf(WorkQueue* queue) const;

@@ -280,6 +280,7 @@ Result Runtime::init() {
   }
   // ICD rule: every object of a platform starts with the pointer to its dispatch table.
   dispatch_ = *reinterpret_cast<const void* const*>(context_);
+  staging_ = std::make_unique<StagingPool>(context_);
   MIXCCL_INFO(log::kInit, "OpenCL backend: %s / %s (device index %d, SVM %s%s)", platformName_.c_str(), devName.c_str(),
               deviceIndex_, fineSvm_ ? "coarse+fine" : "coarse", fp64_ ? ", fp64" : "");
   return Result::kSuccess;
@@ -421,6 +422,13 @@ Operand Runtime::resolve(const void* p, size_t bytes) const {
   std::shared_lock<std::shared_mutex> lock(rangesMu_);
   if (!findRangeLocked(p, bytes, &r)) return op;
   if (r.kind == RangeKind::kRegistered) {
+    // A device with memory of its own (a discrete GPU) may cache a CL_MEM_USE_HOST_PTR buffer in
+    // device memory (the spec allows it), and host writes that peers make into shm slots reach
+    // that copy only through a map. There the operand stays plain host memory, so commands read
+    // and write the host bytes themselves (clEnqueueSVMMemcpy, or a staging copy around a
+    // kernel). On an H100 (NVIDIA's driver) a kernel on such an operand also failed with
+    // CL_INVALID_KERNEL_ARGS in one test (int8, dual store); through staging it passes.
+    if (!zeroCopyHost_) return op;
     if (clRetainMemObject(r.mem) != CL_SUCCESS) return op;
     op.kind = Operand::kMem;
     op.mem = r.mem;

@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <shared_mutex>
 #include <string>
@@ -38,6 +39,7 @@
 #include "common/result.h"
 #include "common/types.h"
 #include "src/device/opencl/opencl_kernels.h"
+#include "src/device/opencl/staging_pool.h"
 
 namespace mixccl::ocl {
 
@@ -98,6 +100,8 @@ class Runtime {
   Result reduceKernel(DataType dtype, RedOpKind op, int flags, cl_kernel* out);
   Result copyKernel(cl_kernel* out);
   std::mutex& kernelMu() { return kernelMu_; }
+  // Reused SVM blocks for operands reduce() stages (staging_pool.h).
+  StagingPool& staging() { return *staging_; }
 
   // Command queues checkStream() accepted (of this context and device). A listed queue is
   // retained, so its address cannot be reused by another object while it is listed: the same
@@ -138,6 +142,7 @@ class Runtime {
   size_t hostPtrAlign_ = 128;
   cl_command_queue internalQueue_ = nullptr;
   const void* dispatch_ = nullptr;
+  std::unique_ptr<StagingPool> staging_;
 
   std::once_flag buildOnce_;
   Result buildResult_ = Result::kSuccess;
