@@ -157,9 +157,10 @@ inline uchar scal_e5m2(ulong bits) { return (uchar)bits; }
 
 /* One kernel per (type, OP, FLAGS), both fixed at compile time. FLAGS: bit 0 = a present, bit 1 =
  * pre(), bit 2 = post(); OP: 0 sum, 1 prod, 2 max, 3 min. A run-time op or flags (uniform
- * branches) or an index check keep POCL from vectorising the work-group loop (2.9 against 12.4 GB/s for a float sum, 0.5 against 5.0
- * for half), so neither is here: the host launches exactly n work-items (opencl_backend.cc). The
- * opArg and flags arguments repeat OP and FLAGS and are not read. */
+ * branches) or an index check keep POCL from vectorising the work-group loop (2.9 against 12.4
+ * GB/s for a float sum, 0.5 against 5.0 for half), so none is here: the host launches exactly n
+ * work-items (opencl_backend.cc). The opArg and flags arguments repeat OP and FLAGS and are not
+ * read. */
 #define REDUCE_VARIANT(NAME, N, S, C, LOAD, STORE, OP, FLAGS)                                             \
   kernel void NAME(global S* dst, ulong dOff, global const S* a, ulong aOff, global const S* b, ulong bOff, \
                    ulong n, int opArg, int flags, ulong scalarBits, ulong divisor, ulong divBits,         \
