@@ -39,9 +39,10 @@
 // own last step. A root that only sent could not tell whether its peers agreed on the root (two
 // ranks that each pass themselves as root would both return with their own data); reading that
 // peer's token makes it read a message of that peer's operation, so the stamps are compared.
-// The engine does not wait for that last step: the root's call returns and reads the token later
-// (src/core/owed_tokens.h), so a schedule must put nothing after it and never make another step
-// depend on it.
+// The engine runs the token only where src/core/op_stamp.h (closingTokenDue) says, every eighth
+// collective and every large one, and skips the step on both sides otherwise. It does not wait for
+// that last step: the root's call returns and reads the token later (src/core/owed_tokens.h), so
+// a schedule must put nothing after it and never make another step depend on it.
 //
 // Operands of a multi-source step (checked by the simulator): reductions only; no recvPeer and no
 // src; every operand is `count` elements of Output or Scratch - never Input, because pre() is

@@ -279,6 +279,6 @@ class Communicator {
 // The protocol version this build speaks (PROTOCOL.md); all ranks of a communicator must agree.
 // 2: stamped messages, shm closed flags; 3: per-run shm names; 4: versioned, length-prefixed peer info;
 // 5: the algorithm in the operation stamp; 6: canonical NaN results, the arithmetic check hashes NaN bits
-constexpr uint32_t kProtocolVersion = 6;
+constexpr uint32_t kProtocolVersion = 7;
 
 }  // namespace mixccl

@@ -368,6 +368,12 @@ Result Stream::connectAll(Op& op) {
   return Result::kSuccess;
 }
 
+// A closing token step (schedule.h) that this operation leaves out (closingTokenDue, op_stamp.h):
+// neither side sends or reads it, nor looks for it.
+bool Stream::isSkippedToken(const Op& op, const algo::Step& s) {
+  return !op.closingToken && op.lane == kLaneColl && algo::isToken(s);
+}
+
 // The root's closing token (schedule.h), when it is all that is left of a collective: it is not
 // waited for but left owed (owed_tokens.h).
 bool Stream::isOwedToken(const Op& op, size_t step) {
@@ -428,6 +434,11 @@ Result Stream::progress(bool* advanced) {
       // slow host). Two loads per step.
       if (op.comm->aborted() || op.comm->revoked()) return checkFlags(*this);
       if (stepIndex_ < steps.size() && pending_.size() < kStepsInFlight) {
+        if (isSkippedToken(op, steps[stepIndex_])) {
+          ++stepIndex_;
+          *advanced = true;
+          continue;
+        }
         if (isOwedToken(op, stepIndex_)) {
           const int peer = steps[stepIndex_].recvPeer;
           RecvConnection* rconn = nullptr;
@@ -585,7 +596,9 @@ Result Stream::sendProbes(Op& op, int round) {
 void Stream::notePeerGone(const Op& op, int peer) {
   const auto& steps = op.schedule->steps;
   bool receives = false;
-  for (size_t i = stepIndex_; i < steps.size() && !receives; ++i) receives = steps[i].recvPeer == peer;
+  for (size_t i = stepIndex_; i < steps.size() && !receives; ++i) {
+    receives = steps[i].recvPeer == peer && !isSkippedToken(op, steps[i]);
+  }
   if (!receives) return;
   for (const GonePeer& g : gone_) {
     if (g.peer == peer) return;
@@ -634,6 +647,7 @@ std::vector<int> Stream::remainingPeers(const Op& op, bool tokenReceivers, bool 
   std::vector<uint8_t> seen(static_cast<size_t>(op.comm->nranks()), 0);
   const auto& steps = op.schedule->steps;
   for (size_t i = stepIndex_; i < steps.size(); ++i) {
+    if (isSkippedToken(op, steps[i])) continue;
     const bool tokenSend = algo::isToken(steps[i]) && steps[i].sendPeer >= 0;
     const bool skipSend = sendersOnly || (tokenSend && !tokenReceivers);
     for (int peer : {steps[i].recvPeer, skipSend ? -1 : steps[i].sendPeer}) {
@@ -670,6 +684,7 @@ Result Stream::checkPending(Stall stall, int probeRound) {
   const auto& steps = op.schedule->steps;
   std::vector<uint8_t> seen(static_cast<size_t>(op.comm->nranks()), 0);
   for (size_t i = stepIndex_; i < steps.size() && i < stepIndex_ + kLookahead; ++i) {
+    if (isSkippedToken(op, steps[i])) continue;
     const bool tokenSend = algo::isToken(steps[i]) && steps[i].sendPeer >= 0;
     for (int peer : {steps[i].recvPeer, op.lane == kLaneColl && !tokenSend ? steps[i].sendPeer : -1}) {
       if (peer < 0 || seen[peer]) continue;

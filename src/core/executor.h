@@ -71,6 +71,7 @@ class Stream {
   void dropPending();
 
  private:
+  static bool isSkippedToken(const Op& op, const algo::Step& s);
   static bool isOwedToken(const Op& op, size_t step);
   Result readOwed(Op& op, int peer);
   Result settleOwed(Op& op, bool* ready);

@@ -114,6 +114,7 @@ Result runOps(std::vector<std::unique_ptr<Op>>& ops, bool callHolds) {
   for (auto& op : ops) {
     op->seq = op->comm->nextSeq(op->kind, op->root);
     op->stamp = opStamp(*op);
+    op->closingToken = closingTokenDue(*op);
     if (op->lane == kLaneColl) op->comm->board().noteIssued(op->seq);
     MIXCCL_INFO(log::kColl,
                 "%s: opCount %llx sendbuff %p recvbuff %p count %llu datatype %s op %d root %d comm %p "

@@ -40,7 +40,8 @@ struct Op {
   double predictedSeconds = 0;             // the tuner's estimate (ncclGroupSimulateEnd)
   // Filled when the operation is issued (group.cc):
   uint64_t seq = 0;
-  uint64_t stamp = 0;  // opStamp(): sent with every message, checked on every received one
+  uint64_t stamp = 0;        // opStamp(): sent with every message, checked on every received one
+  bool closingToken = true;  // closingTokenDue(): whether a closing token step (schedule.h) runs
   // Filled by planOp():
   // Shared with the communicator's plan cache (plan_cache.h) and never changed once built.
   std::shared_ptr<const algo::Schedule> schedule;

@@ -66,6 +66,10 @@ std::string describeStamp(uint64_t stamp) {
   return out;
 }
 
+bool closingTokenDue(const Op& op) {
+  return op.seq % kClosingTokenEvery == 0 || op.count * dataTypeSize(op.dtype) >= kClosingTokenBytes;
+}
+
 OpIdentity identityOf(const Op& op) {
   return OpIdentity{op.stamp, op.kind, op.seq, op.dtype, op.root, op.count, op.comm->rank()};
 }

@@ -34,6 +34,15 @@ namespace mixccl {
 // The stamp op's messages carry, and that op expects on the messages it receives. Needs op.seq.
 uint64_t opStamp(const Op& op);
 
+// Whether a Broadcast or Scatter whose schedule ends with a closing token (algorithms/schedule.h)
+// sends and reads it this time: every kClosingTokenEvery-th collective of a communicator, and every
+// one whose count is at least kClosingTokenBytes. Both sides derive it from facts they agree on
+// (the sequence number, the count and datatype), so a token is sent exactly where it is owed.
+// Needs op.seq. PROTOCOL.md section 7, "Closing tokens", says what the others cost and why.
+constexpr uint64_t kClosingTokenEvery = 8;
+constexpr uint64_t kClosingTokenBytes = 64 * 1024;
+bool closingTokenDue(const Op& op);
+
 constexpr uint64_t kStampProbe = 1ull << 63;
 // Whether two stamps carry the same sequence number.
 constexpr bool sameSeq(uint64_t a, uint64_t b) { return ((a ^ b) & 0xffff) == 0; }

@@ -136,10 +136,20 @@ enum class Then { kLaterCalls, kFinalize };
 // The most tokens a lane lets stay owed, and one more call: 62 on shm (64 lines - 2), 6 on TCP
 // (MIXCCL_FIFO_DEPTH 8 - 2).
 constexpr int kLaterCalls = 63;
-void checkCrossedRoots(int nranks, Then then, const std::function<ncclResult_t(int, ncclComm_t, int)>& call) {
+// `before`: all-reduces every rank calls first. A small crossed call at sequence number 0 carries
+// a closing token; at 3 it carries none (closingTokenDue, src/core/op_stamp.h), and what follows
+// must find the crossed messages anyway.
+void checkCrossedRoots(int nranks, Then then, const std::function<ncclResult_t(int, ncclComm_t, int)>& call,
+                       int before = 0) {
   const auto start = std::chrono::steady_clock::now();
   std::vector<Outcome> out = runMismatch(nranks, [&](int rank, ncclComm_t comm) {
-    ncclResult_t r = call(rank, comm, rank == 0 ? 0 : 1);
+    ncclResult_t r = ncclSuccess;
+    for (int i = 0; i < before && r == ncclSuccess; ++i) {
+      float x = 1.0f;
+      r = ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, nullptr);
+    }
+    if (r != ncclSuccess) return r;
+    r = call(rank, comm, rank == 0 ? 0 : 1);
     if (r != ncclSuccess) return r;
     if (then == Then::kFinalize) return ncclCommFinalize(comm);
     for (int i = 0; i < kLaterCalls && r == ncclSuccess; ++i) {
@@ -182,6 +192,38 @@ TEST_P(MismatchTest, CrossedBroadcastRootsThenFinalize) {
     int v = rank;
     return ncclBroadcast(&v, &v, 1, ncclInt32, root, comm, nullptr);
   });
+}
+
+TEST_P(MismatchTest, CrossedBroadcastRootsWithoutToken) {
+  checkCrossedRoots(
+      GetParam().nranks, Then::kLaterCalls,
+      [](int rank, ncclComm_t comm, int root) {
+        int v = rank;
+        return ncclBroadcast(&v, &v, 1, ncclInt32, root, comm, nullptr);
+      },
+      /*before=*/3);
+}
+
+TEST_P(MismatchTest, CrossedBroadcastRootsWithoutTokenThenFinalize) {
+  checkCrossedRoots(
+      GetParam().nranks, Then::kFinalize,
+      [](int rank, ncclComm_t comm, int root) {
+        int v = rank;
+        return ncclBroadcast(&v, &v, 1, ncclInt32, root, comm, nullptr);
+      },
+      /*before=*/3);
+}
+
+TEST_P(MismatchTest, CrossedScatterRootsWithoutToken) {
+  const int n = GetParam().nranks;
+  checkCrossedRoots(
+      n, Then::kLaterCalls,
+      [n](int rank, ncclComm_t comm, int root) {
+        std::vector<int> in(n, rank);
+        int out = -1;
+        return ncclScatter(in.data(), &out, 1, ncclInt32, root, comm, nullptr);
+      },
+      /*before=*/5);
 }
 
 TEST_P(MismatchTest, CrossedScatterRoots) {

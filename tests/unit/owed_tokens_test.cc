@@ -10,6 +10,8 @@
 
 #include <string>
 
+#include "src/core/op_stamp.h"
+
 namespace mixccl {
 namespace {
 
@@ -93,6 +95,30 @@ TEST(OwedTokens, EachPeerHasTheLimitOfItsLane) {
   EXPECT_TRUE(owed.from(2));
   EXPECT_EQ(owed.oldestPeer(), 2);
   EXPECT_EQ(owed.size(), 3u);
+}
+
+// Which calls send and read their closing token: every kClosingTokenEvery-th collective and every
+// large one, from facts both sides agree on.
+TEST(ClosingTokenDue, EveryEighthCollectiveAndEveryLargeOne) {
+  Op op;
+  op.kind = CollKind::kBroadcast;
+  op.dtype = DataType::kInt32;
+  op.count = 1;
+  int due = 0;
+  for (uint64_t seq = 0; seq < 64; ++seq) {
+    op.seq = seq;
+    due += closingTokenDue(op) ? 1 : 0;
+    EXPECT_EQ(closingTokenDue(op), seq % 8 == 0) << "seq " << seq;
+  }
+  EXPECT_EQ(due, 8);
+  op.seq = 3;
+  op.count = kClosingTokenBytes / 4 - 1;
+  EXPECT_FALSE(closingTokenDue(op));
+  op.count = kClosingTokenBytes / 4;
+  EXPECT_TRUE(closingTokenDue(op));
+  op.dtype = DataType::kFloat64;
+  op.count = kClosingTokenBytes / 8;
+  EXPECT_TRUE(closingTokenDue(op));
 }
 
 }  // namespace
