@@ -87,6 +87,10 @@ constexpr KnobDecl kTable[] = {
      "platform:device indexes (as clinfo -l lists them) of the device the OpenCL backend uses"},
     {Knob::kOpenclSvm, "MIXCCL_OPENCL_SVM", Type::kString, "coarse",
      "SVM kind of device buffers the OpenCL backend allocates: coarse or fine (fine needs device support)"},
+    {Knob::kOpenclHostMemory, "MIXCCL_OPENCL_HOST_MEMORY", Type::kString, "auto",
+     "how OpenCL commands reach registered host memory (the transports' slots): auto = through zero-copy buffers "
+     "where the device shares host memory (a CPU, an integrated GPU), through copies to and from device memory "
+     "elsewhere; staged = through copies always, as on a discrete GPU (runs that path on a CPU device)"},
     {Knob::kDeterministic, "MIXCCL_DETERMINISTIC", Type::kBool, "0",
      "1 = AllReduce, ReduceScatter and Reduce fold every element over ranks 0..p-1 in rank order: bitwise the same "
      "result whatever the algorithm, size, chunking or transport (docs/TUNING.md has the cost); the same on every "

@@ -39,8 +39,10 @@ enum class Knob : int {
   kNetTimeout,    // MIXCCL_NET_TIMEOUT (seconds a silent TCP peer counts as reachable)
   // MIXCCL_DEVICE_BACKEND (host, opencl, cuda or a plugin path)
   kDeviceBackend,
-  kOpenclDevice,   // MIXCCL_OPENCL_DEVICE (platform:device of the OpenCL backend)
-  kOpenclSvm,      // MIXCCL_OPENCL_SVM (coarse or fine: the SVM kind ncclMemAlloc returns)
+  kOpenclDevice,  // MIXCCL_OPENCL_DEVICE (platform:device of the OpenCL backend)
+  kOpenclSvm,     // MIXCCL_OPENCL_SVM (coarse or fine: the SVM kind ncclMemAlloc returns)
+  // MIXCCL_OPENCL_HOST_MEMORY (auto or staged: how kernels reach registered host memory)
+  kOpenclHostMemory,
   kDeterministic,  // MIXCCL_DETERMINISTIC (reductions fold in rank order, bitwise reproducible)
   kCount_
 };

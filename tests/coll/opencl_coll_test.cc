@@ -36,6 +36,7 @@ TEST(OpenclColl, NotBuilt) { GTEST_SKIP() << "mixccl was built without OpenCL he
 
 #include "src/device/device_backend.h"
 #include "src/device/opencl/opencl_backend.h"
+#include "src/device/opencl/opencl_runtime.h"
 #include "tests/support/algo_policy.h"
 #include "tests/support/backend_ranks.h"
 #include "tests/support/device_values.h"
@@ -370,6 +371,45 @@ void OpenclCollTest::runPattern(const std::string& pattern, bool blocking) {
 }
 
 TEST_F(OpenclCollTest, OneRank) { runPattern("O", false); }
+
+// Registered host memory (the lanes' slots) reached through copies and staged kernel operands, as
+// on a device with memory of its own (MIXCCL_OPENCL_HOST_MEMORY=staged): POCL runs the path a
+// discrete GPU takes. The OpenCL runtime is made once per process, so the mode holds only where
+// this test's process makes it (ctest runs every test in a process of its own).
+class OpenclStagedCollTest : public OpenclCollTest {
+ protected:
+  void SetUp() override {
+    staged_ = std::make_unique<EnvGuard>("MIXCCL_OPENCL_HOST_MEMORY", "staged");
+    OpenclCollTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    ocl::Runtime* rt = nullptr;
+    ASSERT_EQ(ocl::Runtime::get(&rt), Result::kSuccess) << lastError();
+    if (rt->zeroCopyHost()) {
+      GTEST_SKIP() << "the OpenCL runtime of this process was made before this test set "
+                      "MIXCCL_OPENCL_HOST_MEMORY=staged; run the test alone (as ctest does)";
+    }
+  }
+  std::unique_ptr<EnvGuard> staged_;
+};
+
+TEST_F(OpenclStagedCollTest, TwoRanks) { runPattern("OO", false); }
+TEST_F(OpenclStagedCollTest, FourRanks) { runPattern("OOOO", false); }
+TEST_F(OpenclStagedCollTest, MixedHOHO) { runPattern("HOHO", false); }
+TEST_F(OpenclStagedCollTest, BlockingMixedOHH) { runPattern("OHH", true); }
+
+TEST(OpenclHostMemory, AnUnknownModeFailsTheBackendNamingTheKnob) {
+  std::string why;
+  if (!havePlatform(&why)) GTEST_SKIP() << why;
+  EnvGuard bad("MIXCCL_OPENCL_HOST_MEMORY", "pinned");
+  std::unique_ptr<DeviceBackend> backend;
+  const Result r = makeOpenclBackend(&backend);
+  if (r == Result::kSuccess) {
+    GTEST_SKIP() << "the OpenCL runtime of this process was made before; run the test alone (as ctest does)";
+  }
+  EXPECT_EQ(r, Result::kInvalidArgument);
+  EXPECT_NE(lastError().find("MIXCCL_OPENCL_HOST_MEMORY='pinned' must be auto or staged"), std::string::npos)
+      << lastError();
+}
 TEST_F(OpenclCollTest, TwoRanks) { runPattern("OO", false); }
 TEST_F(OpenclCollTest, ThreeRanks) { runPattern("OOO", false); }
 TEST_F(OpenclCollTest, FourRanks) { runPattern("OOOO", false); }

@@ -265,7 +265,13 @@ Result Runtime::init() {
   clGetDeviceInfo(device_, CL_DEVICE_TYPE, sizeof(type), &type, nullptr);
   clGetDeviceInfo(device_, CL_DEVICE_HOST_UNIFIED_MEMORY, sizeof(unified), &unified, nullptr);
   cpuDevice_ = (type & CL_DEVICE_TYPE_CPU) != 0;
-  zeroCopyHost_ = cpuDevice_ || unified == CL_TRUE;
+  const std::string& hostMemory = config::getString(config::Knob::kOpenclHostMemory);
+  if (hostMemory != "auto" && hostMemory != "staged") {
+    clReleaseContext(context_);
+    return fail(Result::kInvalidArgument, "OpenCL backend: %s='%s' must be auto or staged",
+                config::name(config::Knob::kOpenclHostMemory), hostMemory.c_str());
+  }
+  zeroCopyHost_ = (cpuDevice_ || unified == CL_TRUE) && hostMemory == "auto";
   cl_uint alignBits = 0;
   if (clGetDeviceInfo(device_, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof(alignBits), &alignBits, nullptr) == CL_SUCCESS &&
       alignBits >= 8) {
@@ -281,8 +287,9 @@ Result Runtime::init() {
   // ICD rule: every object of a platform starts with the pointer to its dispatch table.
   dispatch_ = *reinterpret_cast<const void* const*>(context_);
   staging_ = std::make_unique<StagingPool>(context_);
-  MIXCCL_INFO(log::kInit, "OpenCL backend: %s / %s (device index %d, SVM %s%s)", platformName_.c_str(), devName.c_str(),
-              deviceIndex_, fineSvm_ ? "coarse+fine" : "coarse", fp64_ ? ", fp64" : "");
+  MIXCCL_INFO(log::kInit, "OpenCL backend: %s / %s (device index %d, SVM %s%s, host memory %s)", platformName_.c_str(),
+              devName.c_str(), deviceIndex_, fineSvm_ ? "coarse+fine" : "coarse", fp64_ ? ", fp64" : "",
+              zeroCopyHost_ ? "zero-copy" : "staged");
   return Result::kSuccess;
 }
 
