@@ -110,6 +110,52 @@ Result Communicator::checkSupported(DataType dtype, RedOpKind op, const char* fn
               fn, rank_, dataTypeName(dtype), redOpName(op), lacking.c_str());
 }
 
+// This rank's own part of init, before the peer-info exchange: the backend, the transports and
+// their listen blobs, the backend's facts and arithmetic fingerprints, into *self.
+Result Communicator::setUpLocal(const UniqueIdData& id, DeviceBackend* backend, PeerInfo* self) {
+  backend_ = backend;
+  // ncclCommCuDevice: a device backend knows its device (MIXCCL_OPENCL_DEVICE for OpenCL); the
+  // host backend keeps what ncclCommInitAll's device list said.
+  if (backend_->wireId() != 0) device_ = backend_->deviceIndex();
+  TransportContext ctx;
+  ctx.rank = rank_;
+  ctx.nranks = nranks_;
+  ctx.commHash = id.commHash;
+  memcpy(ctx.secret, id.secret, sizeof(ctx.secret));
+  ctx.slotBytes = static_cast<size_t>(config::getInt(config::Knob::kChunkSize));
+  ctx.fifoDepth = static_cast<int>(config::getInt(config::Knob::kFifoDepth));
+  ctx.abortFlag = &abort_;
+  if (ctx.slotBytes < 4096 || ctx.slotBytes > (1u << 30) || ctx.fifoDepth < 1 || ctx.fifoDepth > 1024) {
+    return fail(Result::kInvalidArgument,
+                "MIXCCL_CHUNK_SIZE=%zu / MIXCCL_FIFO_DEPTH=%d out of range (4 KiB..1 GiB, 1..1024)", ctx.slotBytes,
+                ctx.fifoDepth);
+  }
+  size_t numTransports = 0;
+  const TransportComponent* registered = builtinTransports(&numTransports);
+  for (size_t i = 0; i < numTransports; ++i) {
+    TransportSlot slot;
+    slot.name = registered[i].name;
+    slot.transport = registered[i].make(ctx);
+    if (!slot.transport) {
+      return fail(Result::kSystemError, "rank %d could not create the %s transport (out of memory?)", rank_, slot.name);
+    }
+    transports_.push_back(std::move(slot));
+  }
+  for (TransportSlot& slot : transports_) {
+    PeerTransportInfo t;
+    t.name = slot.name;
+    MIXCCL_TRY(slot.transport->listen(&t.blob));
+    self->transports.push_back(std::move(t));
+  }
+  const BackendCaps caps = backend_->caps();
+  self->backend.wireId = backend_->wireId();
+  self->backend.name = backend_->name();
+  self->backend.dtypes = caps.dtypes;
+  self->backend.ops = caps.ops;
+  self->backend.flags = caps.flags;
+  return backendPrint(options_.backend == nullptr, &self->backend.arithmetic);
+}
+
 Result Communicator::init(const UniqueIdData& id) {
   log::RankScope scope(rank_);
   config::logNonDefaults();
@@ -119,41 +165,14 @@ Result Communicator::init(const UniqueIdData& id) {
   const Result backendResult = backend != nullptr ? Result::kSuccess : processBackend(&backend);
   version::logBanner(backend != nullptr ? (std::string(backend->name()) + " backend").c_str() : "no device backend");
   raiseFileLimit();  // a socket or shm file per peer outgrows a soft limit of 1024 (limits.h)
+  // Its message, before anything else can record another.
+  const std::string backendError = backendResult != Result::kSuccess ? lastError() : std::string();
   Result r = [&]() -> Result {
     commHash_ = id.commHash;
-    MIXCCL_TRY(backendResult);
-    backend_ = backend;
-    // ncclCommCuDevice: a device backend knows its device (MIXCCL_OPENCL_DEVICE for OpenCL); the
-    // host backend keeps what ncclCommInitAll's device list said.
-    if (backend_->wireId() != 0) device_ = backend_->deviceIndex();
+    // Joined even when this rank cannot take part: its peer-info record then says why (the
+    // init-failure field), so the others fail at once naming it instead of waiting for it until
+    // their deadline.
     MIXCCL_TRY(Bootstrap::init(id, rank_, nranks_, &abort_, &bootstrap_));
-
-    TransportContext ctx;
-    ctx.rank = rank_;
-    ctx.nranks = nranks_;
-    ctx.commHash = id.commHash;
-    memcpy(ctx.secret, id.secret, sizeof(ctx.secret));
-    ctx.slotBytes = static_cast<size_t>(config::getInt(config::Knob::kChunkSize));
-    ctx.fifoDepth = static_cast<int>(config::getInt(config::Knob::kFifoDepth));
-    ctx.abortFlag = &abort_;
-    if (ctx.slotBytes < 4096 || ctx.slotBytes > (1u << 30) || ctx.fifoDepth < 1 || ctx.fifoDepth > 1024) {
-      return fail(Result::kInvalidArgument,
-                  "MIXCCL_CHUNK_SIZE=%zu / MIXCCL_FIFO_DEPTH=%d out of range (4 KiB..1 GiB, 1..1024)", ctx.slotBytes,
-                  ctx.fifoDepth);
-    }
-    size_t numTransports = 0;
-    const TransportComponent* registered = builtinTransports(&numTransports);
-    for (size_t i = 0; i < numTransports; ++i) {
-      TransportSlot slot;
-      slot.name = registered[i].name;
-      slot.transport = registered[i].make(ctx);
-      if (!slot.transport) {
-        return fail(Result::kSystemError, "rank %d could not create the %s transport (out of memory?)", rank_,
-                    slot.name);
-      }
-      transports_.push_back(std::move(slot));
-    }
-
     PeerInfo self;
     self.protocolVersion = kProtocolVersion;
     self.rank = rank_;
@@ -161,27 +180,27 @@ Result Communicator::init(const UniqueIdData& id) {
     self.pid = getpid();
     self.hostHash = localHostHash();
     self.host = localHostName();
-    for (TransportSlot& slot : transports_) {
-      PeerTransportInfo t;
-      t.name = slot.name;
-      MIXCCL_TRY(slot.transport->listen(&t.blob));
-      self.transports.push_back(std::move(t));
+    Result local = backendResult != Result::kSuccess ? fail(backendResult, "%s", backendError.c_str())
+                                                     : setUpLocal(id, backend, &self);
+    if (local != Result::kSuccess) {
+      self.initResult = static_cast<uint32_t>(local);
+      self.initError = lastError();
     }
-    const BackendCaps caps = backend_->caps();
-    self.backend.wireId = backend_->wireId();
-    self.backend.name = backend_->name();
-    self.backend.dtypes = caps.dtypes;
-    self.backend.ops = caps.ops;
-    self.backend.flags = caps.flags;
-    MIXCCL_TRY(backendPrint(options_.backend == nullptr, &self.backend.arithmetic));
-
     // Every rank contributes a record of the same fixed capacity (PROTOCOL.md, "Peer info").
     std::vector<uint8_t> table(PeerInfo::kWireBytes * nranks_);
     MIXCCL_TRY(self.encode(table.data() + PeerInfo::kWireBytes * rank_, PeerInfo::kWireBytes));
-    MIXCCL_TRY(bootstrap_->allGather(table.data(), PeerInfo::kWireBytes));
+    Result gathered = bootstrap_->allGather(table.data(), PeerInfo::kWireBytes);
+    if (local != Result::kSuccess) return fail(local, "%s", self.initError.c_str());
+    MIXCCL_TRY(gathered);
     peers_.resize(nranks_);
     for (int p = 0; p < nranks_; ++p) {
       MIXCCL_TRY(PeerInfo::decode(table.data() + PeerInfo::kWireBytes * p, PeerInfo::kWireBytes, p, &peers_[p]));
+      if (peers_[p].initResult != 0) {
+        return fail(Result::kRemoteError,
+                    "rank %d (host %s, pid %d) could not set up its part of the communicator: %s; this rank (%d) "
+                    "gave up its init too",
+                    p, peers_[p].host.c_str(), peers_[p].pid, peers_[p].initError.c_str(), rank_);
+      }
       if (peers_[p].protocolVersion != kProtocolVersion || peers_[p].rank != p || peers_[p].nranks != nranks_) {
         return fail(Result::kInvalidUsage,
                     "rank %d (host %s, pid %d) speaks protocol %u as rank %d of %d; this rank speaks protocol %u as "
@@ -212,7 +231,7 @@ Result Communicator::init(const UniqueIdData& id) {
       }
       MIXCCL_TRY(slot.transport->setPeers(tpeers));
     }
-    MIXCCL_TRY(configureTuner(ctx.slotBytes));
+    MIXCCL_TRY(configureTuner(static_cast<size_t>(config::getInt(config::Knob::kChunkSize))));
     sendConns_.resize(static_cast<size_t>(nranks_) * kNumLanes);
     recvConns_.resize(static_cast<size_t>(nranks_) * kNumLanes);
     return Result::kSuccess;

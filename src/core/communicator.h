@@ -220,6 +220,7 @@ class Communicator {
  private:
   Communicator(int nranks, int rank, const CommOptions& options);
   Result pickTransport(int peer, Transport** out);
+  Result setUpLocal(const UniqueIdData& id, DeviceBackend* backend, PeerInfo* self);
   Result backendPrint(bool processWide, ArithPrint* out);
   Result checkBackends();
   Result configureTuner(size_t slotBytes);

@@ -46,6 +46,9 @@ bool readName(const uint8_t* p, std::string* out) {
   out->assign(s, n);
   return true;
 }
+size_t initErrorBytes(const std::string& message) {
+  return message.size() < PeerInfo::kMaxInitErrorBytes ? message.size() : PeerInfo::kMaxInitErrorBytes;
+}
 bool nameFits(const std::string& name) {
   return !name.empty() && name.size() < PeerInfo::kNameBytes && name.find('\0') == std::string::npos;
 }
@@ -60,12 +63,44 @@ const PeerTransportInfo* PeerInfo::transport(const std::string& name) const {
 }
 
 size_t PeerInfo::encodedBytes() const {
+  if (initResult != 0) return kFactsEnd + kFieldHeaderBytes + padded(4 + initErrorBytes(initError));
   size_t n = kFactsEnd;
   for (const PeerTransportInfo& t : transports) n += kFieldHeaderBytes + padded(kNameBytes + t.blob.size());
   return n + kFieldHeaderBytes + padded(kBackendValueBytes);
 }
 
+namespace {
+
+// The facts (header and fixed part) of `info` into out[0..kFactsEnd), `used` bytes in use.
+void encodeFacts(const PeerInfo& info, size_t used, uint8_t* out) {
+  put(out + kOffMagic, PeerInfo::kMagic, 4);
+  put(out + kOffFormat, PeerInfo::kFormatVersion, 2);
+  put(out + kOffFactsEnd, PeerInfo::kFactsEnd, 2);
+  put(out + kOffUsed, used, 4);
+  put(out + kOffProtocol, info.protocolVersion, 4);
+  put(out + kOffRank, static_cast<uint32_t>(info.rank), 4);
+  put(out + kOffNranks, static_cast<uint32_t>(info.nranks), 4);
+  put(out + kOffPid, static_cast<uint32_t>(info.pid), 4);
+  put(out + kOffHostHash, info.hostHash, 8);
+  const size_t hostBytes = info.host.size() < PeerInfo::kHostBytes ? info.host.size() : PeerInfo::kHostBytes - 1;
+  memcpy(out + kOffHost, info.host.data(), hostBytes);
+}
+
+}  // namespace
+
 Result PeerInfo::encode(uint8_t* out, size_t cap) const {
+  if (initResult != 0) {
+    // The facts and why this rank gives up: nothing else of it is usable.
+    const size_t used = encodedBytes();
+    memset(out, 0, cap);
+    encodeFacts(*this, used, out);
+    const size_t n = initErrorBytes(initError);
+    put(out + kFactsEnd, kFieldInitFailure, 2);
+    put(out + kFactsEnd + 2, 4 + n, 2);
+    put(out + kFactsEnd + kFieldHeaderBytes, initResult, 4);
+    memcpy(out + kFactsEnd + kFieldHeaderBytes + 4, initError.data(), n);
+    return Result::kSuccess;
+  }
   for (size_t i = 0; i < transports.size(); ++i) {
     const PeerTransportInfo& t = transports[i];
     if (!nameFits(t.name) || t.blob.size() > Transport::kMaxBlobBytes) {
@@ -92,16 +127,7 @@ Result PeerInfo::encode(uint8_t* out, size_t cap) const {
                 rank, used, cap);
   }
   memset(out, 0, cap);
-  put(out + kOffMagic, kMagic, 4);
-  put(out + kOffFormat, kFormatVersion, 2);
-  put(out + kOffFactsEnd, kFactsEnd, 2);
-  put(out + kOffUsed, used, 4);
-  put(out + kOffProtocol, protocolVersion, 4);
-  put(out + kOffRank, static_cast<uint32_t>(rank), 4);
-  put(out + kOffNranks, static_cast<uint32_t>(nranks), 4);
-  put(out + kOffPid, static_cast<uint32_t>(pid), 4);
-  put(out + kOffHostHash, hostHash, 8);
-  memcpy(out + kOffHost, host.data(), host.size() < kHostBytes ? host.size() : kHostBytes - 1);
+  encodeFacts(*this, used, out);
   size_t at = kFactsEnd;
   for (const PeerTransportInfo& t : transports) {
     put(out + at, kFieldTransport, 2);
@@ -212,11 +238,18 @@ Result PeerInfo::decode(const uint8_t* in, size_t len, int slot, PeerInfo* out) 
       for (size_t t = 0; t < out->backend.arithmetic.size(); ++t) {
         out->backend.arithmetic[t] = static_cast<uint32_t>(get(v + 16 + kNameBytes + 4 * t, 4));
       }
+    } else if (type == kFieldInitFailure) {
+      if (n < 4 || out->initResult != 0 || get(v, 4) == 0) {
+        return fail(Result::kRemoteError, "peer info of rank %d: the init-failure field at byte %zu is malformed", slot,
+                    at);
+      }
+      out->initResult = static_cast<uint32_t>(get(v, 4));
+      out->initError.assign(reinterpret_cast<const char*>(v + 4), strnlen(reinterpret_cast<const char*>(v + 4), n - 4));
     }
     // Any other type is a field of a later build: skipped by its length.
     at += kFieldHeaderBytes + padded(n);
   }
-  if (!haveBackend) {
+  if (!haveBackend && out->initResult == 0) {
     return fail(Result::kRemoteError,
                 "peer info of rank %d carries no device-backend field: corrupt or incompatible peer", slot);
   }

@@ -52,6 +52,10 @@ struct PeerInfo {
   std::string host;                           // at most kHostBytes-1 characters on the wire
   std::vector<PeerTransportInfo> transports;  // in the order the rank published them
   PeerBackendInfo backend;
+  // Nonzero: the rank could not set up its part of the communicator (a Result code), and
+  // initError says why. Such a record carries only the facts and this (the init-failure field).
+  uint32_t initResult = 0;
+  std::string initError;  // at most kMaxInitErrorBytes on the wire
 
   // The entry of the transport named `name`, or nullptr when the rank published none (a build
   // without that transport).
@@ -67,6 +71,8 @@ struct PeerInfo {
   static constexpr size_t kFieldHeaderBytes = 4;  // u16 type, u16 value length
   static constexpr uint16_t kFieldTransport = 1;
   static constexpr uint16_t kFieldBackend = 2;
+  static constexpr uint16_t kFieldInitFailure = 3;
+  static constexpr size_t kMaxInitErrorBytes = 1000;  // a longer message is cut
   static constexpr size_t kBackendValueBytes = 4 + kNameBytes + 12 + 4 * kNumDataTypes;
   // The record's fixed capacity: what every rank contributes to the allGather. Room for 10
   // transports with full 64-byte blobs and the backend next to the facts; encode() fails

@@ -96,6 +96,44 @@ TEST(PeerInfoTest, RoundTrip) {
   EXPECT_EQ(q.transport("rdma"), nullptr);
 }
 
+// A rank that could not set up its part sends its facts and why (the init-failure field) and
+// nothing else; the reader needs no backend field then. A long message is cut, not refused.
+TEST(PeerInfoTest, InitFailureRecordRoundTrip) {
+  PeerInfo p = sample();
+  p.transports.clear();
+  p.backend = PeerBackendInfo{};
+  p.initResult = static_cast<uint32_t>(Result::kInvalidUsage);
+  p.initError = "cannot load device backend plugin /x.so";
+  Bytes b = encoded(p);
+  for (size_t i = p.encodedBytes(); i < b.size(); ++i) ASSERT_EQ(b[i], 0) << "byte " << i;
+  PeerInfo q;
+  ASSERT_EQ(decode(b, &q), Result::kSuccess) << lastError();
+  EXPECT_EQ(q, p);
+
+  // Whatever else the rank had set up stays off the wire.
+  PeerInfo withRest = sample();
+  withRest.initResult = p.initResult;
+  withRest.initError = std::string(3000, 'm');
+  ASSERT_EQ(decode(encoded(withRest), &q), Result::kSuccess) << lastError();
+  EXPECT_TRUE(q.transports.empty());
+  EXPECT_EQ(q.backend, PeerBackendInfo{});
+  EXPECT_EQ(q.initError, std::string(PeerInfo::kMaxInitErrorBytes, 'm'));
+}
+
+TEST(PeerInfoTest, MalformedInitFailureFieldIsRefused) {
+  PeerInfo p = sample();
+  p.initResult = static_cast<uint32_t>(Result::kSystemError);
+  p.initError = "no memory";
+  Bytes b = encoded(p);
+  putU32(&b, PeerInfo::kFactsEnd + 4, 0);  // a failure without a code
+  PeerInfo q;
+  EXPECT_EQ(decode(b, &q), Result::kRemoteError);
+  EXPECT_NE(lastError().find("init-failure field"), std::string::npos) << lastError();
+  Bytes twice = encoded(p);
+  insertAt(&twice, getU32(twice, kUsedAt), field(PeerInfo::kFieldInitFailure, {1, 0, 0, 0}));
+  EXPECT_EQ(decode(twice, &q), Result::kRemoteError);
+}
+
 TEST(PeerInfoTest, EmptyBlobAndLongHost) {
   PeerInfo p = sample();
   p.transports[0].blob.clear();  // shm disabled on that rank
