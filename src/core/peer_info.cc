@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 
@@ -244,12 +245,19 @@ Result PeerInfo::decode(const uint8_t* in, size_t len, int slot, PeerInfo* out) 
                     at);
       }
       out->initResult = static_cast<uint32_t>(get(v, 4));
-      out->initError.assign(reinterpret_cast<const char*>(v + 4), strnlen(reinterpret_cast<const char*>(v + 4), n - 4));
+      const char* message = reinterpret_cast<const char*>(v + 4);
+      out->initError.assign(message, strnlen(message, std::min(n - 4, kMaxInitErrorBytes)));
     }
     // Any other type is a field of a later build: skipped by its length.
     at += kFieldHeaderBytes + padded(n);
   }
-  if (!haveBackend && out->initResult == 0) {
+  if (out->initResult != 0) {
+    // Nothing else of a rank that gave up is usable (encode() writes only the facts and why).
+    out->transports.clear();
+    out->backend = PeerBackendInfo{};
+    return Result::kSuccess;
+  }
+  if (!haveBackend) {
     return fail(Result::kRemoteError,
                 "peer info of rank %d carries no device-backend field: corrupt or incompatible peer", slot);
   }

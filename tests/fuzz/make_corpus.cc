@@ -132,6 +132,10 @@ void bootstrapWire() {
   // A host field without a terminator: decoded, it must re-encode to the same name.
   memset(pb.data() + 40, 'h', PeerInfo::kHostBytes);
   put(t, "peer_info_host_unterminated", with(4, pb));
+  p.initResult = static_cast<uint32_t>(Result::kInvalidUsage);
+  p.initError = "cannot load device backend plugin /x.so";
+  if (p.encode(pb.data(), pb.size()) != Result::kSuccess) abort();
+  put(t, "peer_info_init_failure", with(4, pb));
   Bytes tb(2 * SocketAddress::kWireBytes);
   addr("10.0.0.1:1").encode(tb.data());
   addr("[2001:db8::2]:65535").encode(tb.data() + SocketAddress::kWireBytes);
