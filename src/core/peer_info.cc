@@ -72,54 +72,35 @@ size_t PeerInfo::encodedBytes() const {
 
 namespace {
 
-// The facts (header and fixed part) of `info` into out[0..kFactsEnd), `used` bytes in use.
-void encodeFacts(const PeerInfo& info, size_t used, uint8_t* out) {
-  put(out + kOffMagic, PeerInfo::kMagic, 4);
-  put(out + kOffFormat, PeerInfo::kFormatVersion, 2);
-  put(out + kOffFactsEnd, PeerInfo::kFactsEnd, 2);
-  put(out + kOffUsed, used, 4);
-  put(out + kOffProtocol, info.protocolVersion, 4);
-  put(out + kOffRank, static_cast<uint32_t>(info.rank), 4);
-  put(out + kOffNranks, static_cast<uint32_t>(info.nranks), 4);
-  put(out + kOffPid, static_cast<uint32_t>(info.pid), 4);
-  put(out + kOffHostHash, info.hostHash, 8);
-  const size_t hostBytes = info.host.size() < PeerInfo::kHostBytes ? info.host.size() : PeerInfo::kHostBytes - 1;
-  memcpy(out + kOffHost, info.host.data(), hostBytes);
+// What encode() refuses in a record that lists transports and a backend.
+Result checkFields(const PeerInfo& p) {
+  for (size_t i = 0; i < p.transports.size(); ++i) {
+    const PeerTransportInfo& t = p.transports[i];
+    if (!nameFits(t.name) || t.blob.size() > Transport::kMaxBlobBytes) {
+      return fail(Result::kInternalError,
+                  "peer info of rank %d: transport '%s' has a %zu-byte name and a %zu-byte blob (limits 1..%zu and "
+                  "%zu)",
+                  p.rank, t.name.c_str(), t.name.size(), t.blob.size(), PeerInfo::kNameBytes - 1,
+                  Transport::kMaxBlobBytes);
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (p.transports[j].name == t.name) {
+        return fail(Result::kInternalError, "peer info of rank %d lists transport '%s' twice", p.rank, t.name.c_str());
+      }
+    }
+  }
+  if (!nameFits(p.backend.name)) {
+    return fail(Result::kInternalError, "peer info of rank %d: device backend name '%s' must be 1..%zu bytes", p.rank,
+                p.backend.name.c_str(), PeerInfo::kNameBytes - 1);
+  }
+  return Result::kSuccess;
 }
 
 }  // namespace
 
 Result PeerInfo::encode(uint8_t* out, size_t cap) const {
-  if (initResult != 0) {
-    // The facts and why this rank gives up: nothing else of it is usable.
-    const size_t used = encodedBytes();
-    memset(out, 0, cap);
-    encodeFacts(*this, used, out);
-    const size_t n = initErrorBytes(initError);
-    put(out + kFactsEnd, kFieldInitFailure, 2);
-    put(out + kFactsEnd + 2, 4 + n, 2);
-    put(out + kFactsEnd + kFieldHeaderBytes, initResult, 4);
-    memcpy(out + kFactsEnd + kFieldHeaderBytes + 4, initError.data(), n);
-    return Result::kSuccess;
-  }
-  for (size_t i = 0; i < transports.size(); ++i) {
-    const PeerTransportInfo& t = transports[i];
-    if (!nameFits(t.name) || t.blob.size() > Transport::kMaxBlobBytes) {
-      return fail(Result::kInternalError,
-                  "peer info of rank %d: transport '%s' has a %zu-byte name and a %zu-byte blob (limits 1..%zu and "
-                  "%zu)",
-                  rank, t.name.c_str(), t.name.size(), t.blob.size(), kNameBytes - 1, Transport::kMaxBlobBytes);
-    }
-    for (size_t j = 0; j < i; ++j) {
-      if (transports[j].name == t.name) {
-        return fail(Result::kInternalError, "peer info of rank %d lists transport '%s' twice", rank, t.name.c_str());
-      }
-    }
-  }
-  if (!nameFits(backend.name)) {
-    return fail(Result::kInternalError, "peer info of rank %d: device backend name '%s' must be 1..%zu bytes", rank,
-                backend.name.c_str(), kNameBytes - 1);
-  }
+  // A rank that gave up sends its facts and why: nothing else of it is usable.
+  if (initResult == 0) MIXCCL_TRY(checkFields(*this));
   const size_t used = encodedBytes();
   if (used > cap) {
     return fail(Result::kInternalError,
@@ -128,7 +109,24 @@ Result PeerInfo::encode(uint8_t* out, size_t cap) const {
                 rank, used, cap);
   }
   memset(out, 0, cap);
-  encodeFacts(*this, used, out);
+  put(out + kOffMagic, kMagic, 4);
+  put(out + kOffFormat, kFormatVersion, 2);
+  put(out + kOffFactsEnd, kFactsEnd, 2);
+  put(out + kOffUsed, used, 4);
+  put(out + kOffProtocol, protocolVersion, 4);
+  put(out + kOffRank, static_cast<uint32_t>(rank), 4);
+  put(out + kOffNranks, static_cast<uint32_t>(nranks), 4);
+  put(out + kOffPid, static_cast<uint32_t>(pid), 4);
+  put(out + kOffHostHash, hostHash, 8);
+  memcpy(out + kOffHost, host.data(), host.size() < kHostBytes ? host.size() : kHostBytes - 1);
+  if (initResult != 0) {
+    const size_t n = initErrorBytes(initError);
+    put(out + kFactsEnd, kFieldInitFailure, 2);
+    put(out + kFactsEnd + 2, 4 + n, 2);
+    put(out + kFactsEnd + kFieldHeaderBytes, initResult, 4);
+    memcpy(out + kFactsEnd + kFieldHeaderBytes + 4, initError.data(), n);
+    return Result::kSuccess;
+  }
   size_t at = kFactsEnd;
   for (const PeerTransportInfo& t : transports) {
     put(out + at, kFieldTransport, 2);

@@ -173,6 +173,12 @@ void checkCrossedRoots(int nranks, Then then, const std::function<ncclResult_t(i
   EXPECT_GE(usage, 1) << "neither root reported the mismatch";
 }
 
+// A one-element broadcast from `root`, each rank's value its rank.
+ncclResult_t crossedSmallBroadcast(int rank, ncclComm_t comm, int root) {
+  int v = rank;
+  return ncclBroadcast(&v, &v, 1, ncclInt32, root, comm, nullptr);
+}
+
 TEST_P(MismatchTest, CrossedBroadcastRoots) {
   checkCrossedRoots(GetParam().nranks, Then::kLaterCalls, [](int rank, ncclComm_t comm, int root) {
     std::vector<float> v(kCount, static_cast<float>(rank));
@@ -181,37 +187,21 @@ TEST_P(MismatchTest, CrossedBroadcastRoots) {
 }
 
 TEST_P(MismatchTest, CrossedBroadcastRootsSmall) {
-  checkCrossedRoots(GetParam().nranks, Then::kLaterCalls, [](int rank, ncclComm_t comm, int root) {
-    int v = rank;
-    return ncclBroadcast(&v, &v, 1, ncclInt32, root, comm, nullptr);
-  });
+  checkCrossedRoots(GetParam().nranks, Then::kLaterCalls, crossedSmallBroadcast);
 }
 
 TEST_P(MismatchTest, CrossedBroadcastRootsThenFinalize) {
-  checkCrossedRoots(GetParam().nranks, Then::kFinalize, [](int rank, ncclComm_t comm, int root) {
-    int v = rank;
-    return ncclBroadcast(&v, &v, 1, ncclInt32, root, comm, nullptr);
-  });
+  checkCrossedRoots(GetParam().nranks, Then::kFinalize, crossedSmallBroadcast);
 }
 
 TEST_P(MismatchTest, CrossedBroadcastRootsWithoutToken) {
-  checkCrossedRoots(
-      GetParam().nranks, Then::kLaterCalls,
-      [](int rank, ncclComm_t comm, int root) {
-        int v = rank;
-        return ncclBroadcast(&v, &v, 1, ncclInt32, root, comm, nullptr);
-      },
-      /*before=*/3);
+  checkCrossedRoots(GetParam().nranks, Then::kLaterCalls, crossedSmallBroadcast,
+                    /*before=*/3);
 }
 
 TEST_P(MismatchTest, CrossedBroadcastRootsWithoutTokenThenFinalize) {
-  checkCrossedRoots(
-      GetParam().nranks, Then::kFinalize,
-      [](int rank, ncclComm_t comm, int root) {
-        int v = rank;
-        return ncclBroadcast(&v, &v, 1, ncclInt32, root, comm, nullptr);
-      },
-      /*before=*/3);
+  checkCrossedRoots(GetParam().nranks, Then::kFinalize, crossedSmallBroadcast,
+                    /*before=*/3);
 }
 
 TEST_P(MismatchTest, CrossedScatterRootsWithoutToken) {

@@ -116,11 +116,19 @@ Result setArg(cl_kernel k, cl_uint idx, T value) {
 
 // A zero-copy buffer over plain host memory for one call (the OperandGuard releases it; commands
 // already enqueued keep their own reference until they ran).
-Result wrapHost(cl_context ctx, void* ptr, size_t bytes, Operand* op) {
+// A CL_MEM_USE_HOST_PTR buffer over host memory: how kernels reach it without a copy on a device
+// that shares host memory. `what` names the call in the error.
+Result hostPtrBuffer(cl_context ctx, void* ptr, size_t bytes, const char* what, cl_mem* out) {
   cl_int err = CL_SUCCESS;
-  cl_mem mem = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, bytes, ptr, &err);
-  if (mem == nullptr || err != CL_SUCCESS)
-    return clFail(err, "clCreateBuffer(CL_MEM_USE_HOST_PTR) over a host operand");
+  *out = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, bytes, ptr, &err);
+  if (*out != nullptr && err == CL_SUCCESS) return Result::kSuccess;
+  *out = nullptr;
+  return clFail(err, what);
+}
+
+Result wrapHost(cl_context ctx, void* ptr, size_t bytes, Operand* op) {
+  cl_mem mem = nullptr;
+  MIXCCL_TRY(hostPtrBuffer(ctx, ptr, bytes, "clCreateBuffer(CL_MEM_USE_HOST_PTR) over a host operand", &mem));
   op->kind = Operand::kMem;
   op->mem = mem;
   op->offset = 0;
@@ -284,11 +292,10 @@ Result OpenclBackend::allocStaging(size_t bytes, void** ptr) {
   }
   cl_mem mem = nullptr;
   if (rt_->zeroCopyHost()) {
-    cl_int err = CL_SUCCESS;
-    mem = clCreateBuffer(rt_->context(), CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, n, p, &err);
-    if (mem == nullptr || err != CL_SUCCESS) {
+    Result r = hostPtrBuffer(rt_->context(), p, n, "clCreateBuffer over staging memory", &mem);
+    if (r != Result::kSuccess) {
       std::free(p);
-      return clFail(err, "clCreateBuffer over staging memory");
+      return r;
     }
   }
   rt_->addRange(Range{RangeKind::kRegistered, reinterpret_cast<uintptr_t>(p), n, mem, true});
@@ -329,9 +336,7 @@ Result OpenclBackend::registerHost(void* ptr, size_t bytes, HostRegistration** r
   // may pin the pages: about 0.46 ms per 4 MiB on an H100).
   cl_mem mem = nullptr;
   if (rt_->zeroCopyHost()) {
-    cl_int err = CL_SUCCESS;
-    mem = clCreateBuffer(rt_->context(), CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, bytes, ptr, &err);
-    if (mem == nullptr || err != CL_SUCCESS) return clFail(err, "clCreateBuffer(CL_MEM_USE_HOST_PTR) in registerHost");
+    MIXCCL_TRY(hostPtrBuffer(rt_->context(), ptr, bytes, "clCreateBuffer(CL_MEM_USE_HOST_PTR) in registerHost", &mem));
   }
   auto* r = new OclRegistration{mem, reinterpret_cast<uintptr_t>(ptr), bytes};
   rt_->addRange(Range{RangeKind::kRegistered, r->start, bytes, mem, false});
@@ -343,13 +348,12 @@ Result OpenclBackend::unregisterHost(HostRegistration* reg) {
   if (reg == nullptr) return Result::kSuccess;
   auto* r = reinterpret_cast<OclRegistration*>(reg);
   cl_mem mem = r->mem;
-  const uintptr_t start = r->start;
   const size_t bytes = r->bytes;
+  // Ranges are found by their start; without a buffer (mem null) the length tells registrations apart.
   if (!rt_->removeRange(
-          start,
-          [mem, start, bytes](const Range& x) {
-            return x.kind == RangeKind::kRegistered && x.mem == mem && x.start == start && x.bytes == bytes &&
-                   !x.ownsHostMemory;
+          r->start,
+          [mem, bytes](const Range& x) {
+            return x.kind == RangeKind::kRegistered && x.mem == mem && x.bytes == bytes && !x.ownsHostMemory;
           },
           nullptr)) {
     return fail(Result::kInvalidArgument, "opencl unregisterHost: registration %p is unknown", static_cast<void*>(reg));
