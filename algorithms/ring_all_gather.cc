@@ -6,7 +6,9 @@
 // What: every rank contributes `count` elements (Input); every rank ends with all n contributions
 // in Output, rank b's at b*count.
 //
-// How: rounds of one piece per block (len <= chunkElems), each round one ring pass (ring_pass.h).
+// How: rounds of one range per block (len <= g*chunkElems, g = ringPieces(FIFO depth), 1 to 4,
+// travelling as pieces of at most chunkElems, a step each, in piece order), each round one ring
+// pass (ring_pass.h).
 // The chain that originates at rank o carries block o:
 //   origin   : Input[piece] -> Output[o block] and -> next     (the own block's copy rides along)
 //   relay    : recv prev -> Output[o block] and -> next
@@ -35,22 +37,26 @@ void buildRingAllGather(const CollArgs& a, Schedule* s) {
   const int prev = ringPeer(a.rank, -1, n);
   const int next = ringPeer(a.rank, 1, n);
   const bool anchored = ringAnchored(a.fifoDepth);
-  RoundHoist hoist(anchored);  // the next chunk's pure send before this chunk's terminal
-  forEachChunk(a.count, a.chunkElems, [&](uint64_t off, uint64_t len) {
+  RoundHoist hoist(anchored);  // the next round's pure sends before this round's terminal
+  const uint64_t pieces = ringPieces(a.fifoDepth);
+  const uint64_t roundElems = a.chunkElems > UINT64_MAX / pieces ? UINT64_MAX : a.chunkElems * pieces;
+  forEachChunk(a.count, roundElems, [&](uint64_t roundOff, uint64_t roundLen) {
     hoist.begin(*s);
     forEachRingStep(a.rank, n, anchored, [&](int origin, RingRole role) {
-      Step st;
-      st.dst = Buf::kOutput;
-      st.dstOffset = static_cast<uint64_t>(origin) * a.count + off;
-      st.count = len;
-      if (role == RingRole::kOrigin) {
-        st.src = Buf::kInput;
-        st.srcOffset = off;
-      } else {
-        st.recvPeer = prev;
-      }
-      if (role != RingRole::kTerminal) st.sendPeer = next;
-      s->steps.push_back(st);
+      forEachPiece(roundOff, roundLen, a.chunkElems, [&](uint64_t off, uint64_t len) {
+        Step st;
+        st.dst = Buf::kOutput;
+        st.dstOffset = static_cast<uint64_t>(origin) * a.count + off;
+        st.count = len;
+        if (role == RingRole::kOrigin) {
+          st.src = Buf::kInput;
+          st.srcOffset = off;
+        } else {
+          st.recvPeer = prev;
+        }
+        if (role != RingRole::kTerminal) st.sendPeer = next;
+        s->steps.push_back(st);
+      });
     });
     hoist.end(s);
   });

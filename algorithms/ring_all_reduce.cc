@@ -5,11 +5,12 @@
 //
 // What: every rank ends with the element-wise reduction over all ranks of `count` elements.
 //
-// How: the buffer is processed in rounds of up to n*chunkElems elements. A round of m elements is
-// split into n segments as evenly as possible (segment b has floor(m/n) elements, one more for
-// b < m mod n, so with m < n the high segments are empty; chains over empty segments are skipped
+// How: the buffer is processed in rounds of up to n*g*chunkElems elements, g = ringPieces(FIFO
+// depth) (1 to 4). A round of m elements is split into n segments as evenly as possible (segment b has floor(m/n)
+// elements, one more for b < m mod n, so with m < n the high segments are empty; chains over empty segments are skipped
 // by every rank alike, so the link orders still agree). Each round is two ring passes
-// (ring_pass.h):
+// (ring_pass.h); a segment travels as pieces of at most chunkElems (the last one shorter), so each
+// step below is one step per piece, in piece order:
 //   reduce-scatter pass, chain from rank o reduces segment o-1:
 //     origin   : send  Input[seg]                                 -> next
 //     relay    : recv prev + Input[seg]                           -> next
@@ -22,7 +23,8 @@
 // origin are one step over the same segment: recv prev + Input[seg] -> Output[seg], finalize,
 // and -> next.
 // Rounds follow each other directly, so round j+1 streams behind round j around the ring and a
-// message never exceeds chunkElems (a segment is at most ceil(n*chunk / n) = chunk elements).
+// message never exceeds chunkElems (a segment is at most ceil(n*g*chunk / n) = g*chunk elements,
+// cut into pieces of chunkElems).
 // Filling the low segments first keeps ring_pass.h's anchor property when chains are skipped: the
 // anchor's terminal in the reduce-scatter pass is segment 0 and its pure send in the all-gather
 // pass is segment 0, both present whenever the round is non-empty, so rank 0 never has sent more
@@ -37,9 +39,10 @@
 //    the same step that reads Input[seg] for the last time; the all-gather pass writes only
 //    segments of the current round, all of which this rank already read in the first pass.
 //
-// Cost (n ranks, c = count, k = number of rounds = ceil(c / (n*chunkElems))): 2n steps per rank
-// and round (2n - 1 when fused), 2(n-1) messages sent per rank and round, about 2(n-1)/n * c elements sent per rank
-// (exactly: per round, every segment but the one it terminates in each pass). n == 1 is one
+// Cost (n ranks, c = count, k = number of rounds = ceil(c / (n*g*chunkElems))): 2n*g steps per
+// rank and full round (2n - 1 per piece when fused), 2(n-1)*g messages sent per rank and full
+// round, about 2(n-1)/n * c elements sent per rank (exactly: per round, every segment but the one
+// it terminates in each pass). n == 1 is one
 // local step Input -> Output with finalize.
 
 #include "algorithms/builders.h"
@@ -63,7 +66,10 @@ void buildRingAllReduce(const CollArgs& a, Schedule* s) {
   // pass over the data where two steps read it back from Output (a fused kernel on a device).
   // The anchored order separates them (rank 0 defers chain 0), so it keeps two steps.
   const bool fused = !anchored;
-  const uint64_t roundElems = a.chunkElems > UINT64_MAX / un ? UINT64_MAX : a.chunkElems * un;
+  // A segment is `pieces` messages (ring_pass.h): adjacent steps a device covers with one command.
+  const uint64_t pieces = ringPieces(a.fifoDepth);
+  const uint64_t segElems = a.chunkElems > UINT64_MAX / pieces ? UINT64_MAX : a.chunkElems * pieces;
+  const uint64_t roundElems = segElems > UINT64_MAX / un ? UINT64_MAX : segElems * un;
   // The next round's reduce-scatter origin goes before this round's all-gather terminal.
   RoundHoist hoist(anchored);
   forEachChunk(a.count, roundElems, [&](uint64_t roundOff, uint64_t m) {
@@ -79,38 +85,42 @@ void buildRingAllReduce(const CollArgs& a, Schedule* s) {
     // Chain o reduces segment o-1: origins [1, 1 + present).
     forEachRingStepOfChains(a.rank, n, anchored, 1 % n, present, [&](int origin, RingRole role) {
       const int seg = ringPeer(origin, -1, n);
-      Step st;
-      st.src = Buf::kInput;
-      st.srcOffset = segOffset(seg);
-      st.count = segCount(seg);
-      if (role != RingRole::kOrigin) st.recvPeer = prev;
-      if (role != RingRole::kTerminal) {
-        st.sendPeer = next;
-      } else {
-        st.dst = Buf::kOutput;
-        st.dstOffset = segOffset(seg);
-        st.finalize = true;
-        if (fused) st.sendPeer = next;  // the all-gather pass's origin step, folded in
-      }
-      s->steps.push_back(st);
+      forEachPiece(segOffset(seg), segCount(seg), a.chunkElems, [&](uint64_t off, uint64_t len) {
+        Step st;
+        st.src = Buf::kInput;
+        st.srcOffset = off;
+        st.count = len;
+        if (role != RingRole::kOrigin) st.recvPeer = prev;
+        if (role != RingRole::kTerminal) {
+          st.sendPeer = next;
+        } else {
+          st.dst = Buf::kOutput;
+          st.dstOffset = off;
+          st.finalize = true;
+          if (fused) st.sendPeer = next;  // the all-gather pass's origin step, folded in
+        }
+        s->steps.push_back(st);
+      });
     });
 
     // Chain o spreads segment o: origins [0, present).
     forEachRingStepOfChains(a.rank, n, anchored, 0, present, [&](int origin, RingRole role) {
       const int seg = origin;
       if (fused && role == RingRole::kOrigin) return;  // sent by the reduce-scatter terminal
-      Step st;
-      st.count = segCount(seg);
-      if (role == RingRole::kOrigin) {
-        st.src = Buf::kOutput;
-        st.srcOffset = segOffset(seg);
-      } else {
-        st.recvPeer = prev;
-        st.dst = Buf::kOutput;
-        st.dstOffset = segOffset(seg);
-      }
-      if (role != RingRole::kTerminal) st.sendPeer = next;
-      s->steps.push_back(st);
+      forEachPiece(segOffset(seg), segCount(seg), a.chunkElems, [&](uint64_t off, uint64_t len) {
+        Step st;
+        st.count = len;
+        if (role == RingRole::kOrigin) {
+          st.src = Buf::kOutput;
+          st.srcOffset = off;
+        } else {
+          st.recvPeer = prev;
+          st.dst = Buf::kOutput;
+          st.dstOffset = off;
+        }
+        if (role != RingRole::kTerminal) st.sendPeer = next;
+        s->steps.push_back(st);
+      });
     });
     hoist.end(s);
   });

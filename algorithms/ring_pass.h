@@ -43,6 +43,7 @@
 // one chain's payload; latency about n-1 + (n-1) hops, because chain 0 trails the other chains.
 // Consecutive passes stream back to back: the next pass begins while later ranks finish this one.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <utility>
@@ -95,38 +96,69 @@ inline void forEachRingStep(int rank, int nranks, bool anchored, F&& visit) {
   forEachRingStepOfChains(rank, nranks, anchored, 0, nranks, visit);
 }
 
-// Software pipelining across rounds (chunks) of the plain order: a round that starts with this
-// rank's pure send goes before the previous round's terminal when that only receives. A rank
-// whose steps run on a device queue issues them in order, so without this the next round's copy
-// into a slot waits behind a receive that waits for the peer; a host rank sends while the
+// Pieces. With FIFO depth D >= 4 a round carries g = ringPieces(D) messages per chain instead of
+// one: each segment is g*chunk elements, sent as g messages ("pieces") of at most chunk elements
+// that follow each other on the link and lie next to each other in every buffer. A step of the
+// pass becomes g steps, one per piece, in piece order, so both ends of a link still see its
+// messages in the same order. Why: a rank whose steps run on a device queue covers adjacent steps
+// of one kind with one command (executor.cc), and on a device each command costs far more than
+// the bytes it moves (docs/ENGINE.md); a host rank sees the same messages in another order.
+// Deadlock: with pieces, a rank that waits for a slot has sent at most 2g - 1 messages more than
+// it received (its origin's g pieces, then the next round's hoisted ones, below), so every link
+// full would need n*D <= n*(2g - 1), which g <= D/2 rules out; the anchored order (D = 1) and
+// D < 4 keep one piece.
+inline uint64_t ringPieces(uint32_t fifoDepth) { return fifoDepth >= 4 ? std::min<uint32_t>(4, fifoDepth / 2) : 1; }
+
+// Calls visit(off, len) for the pieces of the segment [off, off + len): chunk elements each, the
+// last one shorter.
+template <class F>
+inline void forEachPiece(uint64_t off, uint64_t len, uint64_t chunk, F&& visit) {
+  for (uint64_t o = 0; o < len; o += chunk) visit(off + o, std::min(chunk, len - o));
+}
+
+// Software pipelining across rounds (chunks) of the plain order: a round's leading pure sends (its
+// origin's pieces) go before the previous round's trailing receive-only steps (its terminal's). A
+// rank whose steps run on a device queue issues them in order, so without this the next round's
+// copy into a slot waits behind a receive that waits for the peer; a host rank sends while the
 // message it waits for travels. Sends keep their order among themselves and so do receives, so
-// every link carries the same messages in the same order, and the two steps touch different
-// rounds' elements. Deadlock (the argument above): a rank that waits for a slot still has sent
-// at most one message more than it received (the hoisted send comes after its round's relays,
-// before the terminal that balances the round before), so with every link full n*D <= n, which
-// depth D >= 2 rules out; the anchored order (D = 1) is left alone.
+// every link carries the same messages in the same order, and the moved steps touch different
+// rounds' elements. Deadlock (the argument above): a rank that waits for a slot still has sent at
+// most 2g - 1 messages more than it received (the hoisted sends come after its round's relays,
+// before the terminal that balances the round before), so with every link full n*D <= n*(2g - 1),
+// which D >= 2g rules out (g = 1 at D = 2, 3); the anchored order (D = 1) is left alone.
 class RoundHoist {
  public:
   explicit RoundHoist(bool anchored) : on_(!anchored) {}
   // Before a round's steps are appended.
   void begin(const Schedule& s) { start_ = s.steps.size(); }
-  // After they are: swaps the round's first step with the previous round's last where both fit.
+  // After they are: moves the round's leading pure sends before the previous round's trailing
+  // pure receives, where both are there.
   void end(Schedule* s) {
     auto& steps = s->steps;
-    if (on_ && last_ != SIZE_MAX && last_ + 1 == start_ && start_ < steps.size() && steps[start_].recvPeer < 0 &&
-        steps[start_].sendPeer >= 0) {
-      std::swap(steps[last_], steps[start_]);
+    auto pureSend = [&](size_t i) { return steps[i].recvPeer < 0 && steps[i].sendPeer >= 0; };
+    auto pureRecv = [&](size_t i) { return steps[i].recvPeer >= 0 && steps[i].sendPeer < 0; };
+    size_t own = start_;  // where this round's steps that stay in place begin
+    if (on_ && last_ != SIZE_MAX) {
+      size_t sends = start_;
+      while (sends < steps.size() && pureSend(sends)) ++sends;
+      if (sends > start_) {
+        const auto at = [&](size_t i) { return steps.begin() + static_cast<std::ptrdiff_t>(i); };
+        std::rotate(at(last_), at(start_), at(sends));
+        own = sends;
+      }
     }
-    // Only a round of two steps or more has its own last step there (after a swap a one-step
-    // round's would be the previous round's terminal, and a send moved past it twice).
-    const bool recvOnly = steps.size() >= start_ + 2 && steps.back().recvPeer >= 0 && steps.back().sendPeer < 0;
-    last_ = recvOnly ? steps.size() - 1 : SIZE_MAX;
+    // This round's trailing receives: among its steps that stayed, never its first step (a round
+    // of one step has none; after a move the step before a lone receive is the previous round's).
+    const size_t lo = std::max(own, start_ + 1);
+    size_t from = steps.size();
+    while (from > lo && pureRecv(from - 1)) --from;
+    last_ = from < steps.size() ? from : SIZE_MAX;
   }
 
  private:
   bool on_;
   size_t start_ = 0;
-  size_t last_ = SIZE_MAX;  // the previous round's last step, when it only receives
+  size_t last_ = SIZE_MAX;  // the first of the previous round's trailing receive-only steps
 };
 
 }  // namespace mixccl::algo

@@ -6,10 +6,11 @@
 // What: Input holds n blocks of `count` elements (block b at b*count); rank r ends with the
 // reduction over all ranks of block r in Output[0, count).
 //
-// How: the buffer is cut into rounds; round j takes the piece [j*chunk, j*chunk + len) of every
-// block (len <= chunkElems, so every message fits one slot). Each round is one ring pass
-// (ring_pass.h): the chain that originates at rank o reduces block o-1, so it collects every
-// rank's contribution on its way and ends, complete, at rank o-1, the block's owner.
+// How: the buffer is cut into rounds; round j takes the range [j*g*chunk, j*g*chunk + len) of every
+// block (len <= g*chunkElems, g = ringPieces(FIFO depth), 1 to 4), which travels as pieces of at
+// most chunkElems, so every message fits one slot; each step below is one step per piece, in
+// piece order. Each round is one ring pass (ring_pass.h): the chain that originates at rank o reduces block o-1, so it
+// collects every rank's contribution on its way and ends, complete, at rank o-1, the block's owner.
 //   origin   : send  Input[b]                          -> next
 //   relay    : recv prev + Input[b]                     -> next
 //   terminal : recv prev + Input[b] -> Output, finalize
@@ -20,8 +21,8 @@
 //    applies pre() there, so it must happen once per contribution).
 //  - finalize is set only on the terminal step, the one that produces the final value; nobody
 //    receives a final value, so it is applied once per output element.
-//  - In-place (NCCL: Output = Input + rank*count): Output[j-piece] is written only by the terminal
-//    step of round j, which is also the one step that reads the aliased Input piece. Reads of the
+//  - In-place (NCCL: Output = Input + rank*count): an Output piece is written only by its terminal
+//    step, which is also the one step that reads the aliased Input piece. Reads of the
 //    other blocks never touch Output.
 //
 // Cost (n ranks, c = count, k = ceil(c / chunkElems)): n*k steps per rank, (n-1)*k messages sent
@@ -41,24 +42,28 @@ void buildRingReduceScatter(const CollArgs& a, Schedule* s) {
   const int prev = ringPeer(a.rank, -1, n);
   const int next = ringPeer(a.rank, 1, n);
   const bool anchored = ringAnchored(a.fifoDepth);
-  RoundHoist hoist(anchored);  // the next chunk's pure send before this chunk's terminal
-  forEachChunk(a.count, a.chunkElems, [&](uint64_t off, uint64_t len) {
+  RoundHoist hoist(anchored);  // the next round's pure sends before this round's terminal
+  const uint64_t pieces = ringPieces(a.fifoDepth);
+  const uint64_t roundElems = a.chunkElems > UINT64_MAX / pieces ? UINT64_MAX : a.chunkElems * pieces;
+  forEachChunk(a.count, roundElems, [&](uint64_t roundOff, uint64_t roundLen) {
     hoist.begin(*s);
     forEachRingStep(a.rank, n, anchored, [&](int origin, RingRole role) {
       const uint64_t block = static_cast<uint64_t>(ringPeer(origin, -1, n));
-      Step st;
-      st.src = Buf::kInput;
-      st.srcOffset = block * a.count + off;
-      st.count = len;
-      if (role != RingRole::kOrigin) st.recvPeer = prev;
-      if (role != RingRole::kTerminal) {
-        st.sendPeer = next;
-      } else {
-        st.dst = Buf::kOutput;
-        st.dstOffset = off;
-        st.finalize = true;
-      }
-      s->steps.push_back(st);
+      forEachPiece(roundOff, roundLen, a.chunkElems, [&](uint64_t off, uint64_t len) {
+        Step st;
+        st.src = Buf::kInput;
+        st.srcOffset = block * a.count + off;
+        st.count = len;
+        if (role != RingRole::kOrigin) st.recvPeer = prev;
+        if (role != RingRole::kTerminal) {
+          st.sendPeer = next;
+        } else {
+          st.dst = Buf::kOutput;
+          st.dstOffset = off;
+          st.finalize = true;
+        }
+        s->steps.push_back(st);
+      });
     });
     hoist.end(s);
   });

@@ -80,6 +80,12 @@ class SendConnection {
   // written to the kernel), so the engine may return to the user; kInProgress otherwise.
   virtual Result flush() = 0;
   virtual size_t slotBytes() const = 0;
+  // Between holdPublish() and publish(), committed messages may stay invisible to the receiver;
+  // publish() shows them all at once. The engine commits the steps of one device command this
+  // way, so a receiver that covers adjacent messages with one command finds them together
+  // (src/core/step_work.h). Without an override every commit is visible at once.
+  virtual void holdPublish() {}
+  virtual void publish() {}
 
   // Zero-copy (rendezvous), optional. True when a `bytes`-byte message from user memory in `reg`
   // may be published with commitFrom() instead of being copied into the slot. Cheap; the default
@@ -127,6 +133,9 @@ class RecvConnection {
   }
   // Returns the slot of the oldest message not yet released to the sender.
   virtual Result release() = 0;
+  // As SendConnection's: releases between the two calls may reach the sender together.
+  virtual void holdPublish() {}
+  virtual void publish() {}
   // How many empty messages (closing tokens, probes) the lane holds unread: the FIFO depth where
   // every message takes a slot, more where small ones take less (shm). The engine leaves at most
   // this many minus two closing tokens unread in a lane (src/core/owed_tokens.h).

@@ -19,6 +19,7 @@
 #include "common/socket.h"
 #include "src/core/communicator.h"
 #include "src/core/op_stamp.h"
+#include "src/core/step_work.h"
 
 namespace mixccl {
 namespace {
@@ -124,10 +125,100 @@ void Stream::flushProbes(const Op& op) {
   }
 }
 
-// Steps in flight per stream with device work: enough to hide a work-queue round trip (enqueue,
-// the device's scheduler, the fence poll) behind the next steps' transfers, few enough to leave
-// slots of an 8-deep FIFO to the peer. docs/ENGINE.md has the measurements.
+// Commands in flight per stream with device work: enough to hide a work-queue round trip
+// (enqueue, the device's scheduler, the fence poll) behind the next steps' transfers. A command
+// covers up to four steps (a round's pieces, ring_pass.h), so up to kStepsInFlight * 4 steps hold
+// slots; the FIFO's depth bounds that too. docs/ENGINE.md has the measurements.
 constexpr size_t kStepsInFlight = 4;
+constexpr size_t kMaxPendingSteps = kStepsInFlight * 4;
+
+// Room to issue one more step: at most kStepsInFlight commands enqueued or being described (runs).
+// The step may extend the last run or start one more, so up to kStepsInFlight + 1 commands.
+bool Stream::roomForStep() const {
+  if (pending_.size() >= kMaxPendingSteps) return false;
+  size_t commands = describedRuns_;
+  for (const PendingStep& p : pending_) commands += p.fence != nullptr ? 1 : 0;
+  return commands <= kStepsInFlight;
+}
+
+namespace {
+
+// What tryStep() would enqueue for step `s` (no multi-source fold), as a StepWork.
+StepWork describeWork(const Op& op, const algo::Step& s, const void* in, void* dst, void* slot, const void* src,
+                      bool landed) {
+  StepWork w;
+  w.bytes = s.count * dataTypeSize(op.dtype);
+  w.out = dst != nullptr ? dst : slot;
+  w.outBuf = dst != nullptr ? s.dst : algo::Buf::kNone;
+  w.out2 = dst != nullptr ? slot : nullptr;
+  if (op.reduction) {
+    // pre() applies only to this rank's own input (see ReduceSpec).
+    w.pre = src != nullptr && s.src == algo::Buf::kInput;
+    w.finalize = s.finalize;
+    w.a = in != nullptr && src != nullptr ? in : nullptr;
+    w.b = src != nullptr ? src : in;
+    w.bBuf = src != nullptr ? s.src : algo::Buf::kNone;
+  } else {
+    w.copy = true;
+    w.b = landed ? nullptr : (in != nullptr ? in : src);
+    w.bBuf = in != nullptr ? algo::Buf::kNone : s.src;
+  }
+  return w;
+}
+
+}  // namespace
+
+namespace {
+
+// Connections whose commits and releases wait for publish() (transport.h) until it goes out of scope.
+struct Publisher {
+  std::vector<SendConnection*> sends;
+  std::vector<RecvConnection*> recvs;
+  template <class C>
+  void hold(std::vector<C*>& held, C* c) {
+    if (c == nullptr || std::find(held.begin(), held.end(), c) != held.end()) return;
+    c->holdPublish();
+    held.push_back(c);
+  }
+  ~Publisher() {
+    for (SendConnection* c : sends) c->publish();
+    for (RecvConnection* c : recvs) c->publish();
+  }
+};
+
+}  // namespace
+
+// Enqueues the described work of the steps issued since the last flush, adjacent steps that
+// continue each other as one command (step_work.h), each run with one fence on its first step:
+// the run's later steps carry none, so they retire right behind it. With `keepLast` the last run
+// stays described: the next steps may still extend it.
+Result Stream::flushWork(Op& op, bool keepLast) {
+  DeviceBackend* dev = op.comm->backend();
+  size_t i = 0;  // described steps (work.bytes > 0) always follow the enqueued ones
+  while (i < pending_.size()) {
+    if (pending_[i].work.bytes == 0) {
+      ++i;
+      continue;
+    }
+    StepWork run = pending_[i].work;
+    size_t end = i + 1;
+    while (end < pending_.size() && pending_[end].sconn == pending_[i].sconn &&
+           pending_[end].rconn == pending_[i].rconn && continues(run, pending_[end].work)) {
+      run.bytes += pending_[end].work.bytes;
+      ++end;
+    }
+    if (keepLast && end == pending_.size()) {
+      describedRuns_ = 1;
+      return Result::kSuccess;
+    }
+    MIXCCL_TRY(issueWork(op, run));
+    MIXCCL_TRY(dev->record(op.queue, &pending_[i].fence));
+    for (size_t k = i; k < end; ++k) pending_[k].work.bytes = 0;
+    i = end;
+  }
+  describedRuns_ = 0;
+  return Result::kSuccess;
+}
 
 // Messages from `rconn` that issued steps hold (not released yet): the next step reads the one
 // behind them.
@@ -208,6 +299,21 @@ Result Stream::tryStep(Op& op, const algo::Step& s) {
   // The transport may have landed the message in place already (peekInto).
   const bool landed = in != nullptr && in == dst;
   const bool deviceWork = primary != nullptr && bytes > 0 && !(landed && slot == nullptr);
+  if (deviceWork && op.queue != nullptr && s.sourceCount == 0) {
+    // Described, not enqueued: flushWork() hands the steps issued together to the queue in runs.
+    PendingStep p{nullptr, sconn, rconn, bytes, describeWork(op, s, in, dst, slot, src, landed)};
+    const PendingStep* last = pending_.empty() ? nullptr : &pending_.back();
+    if (last != nullptr && last->work.bytes > 0 && last->sconn == sconn && last->rconn == rconn &&
+        continues(openRun_, p.work)) {
+      openRun_.bytes += p.work.bytes;
+    } else {
+      openRun_ = p.work;
+      ++describedRuns_;
+    }
+    pending_.push_back(p);
+    return Result::kSuccess;
+  }
+  if (deviceWork && op.queue != nullptr) MIXCCL_TRY(flushWork(op, false));  // queue order = issue order
   if (deviceWork) {
     if (s.sourceCount > 0) {
       MIXCCL_TRY(foldOperands(op, s, dst, slot));
@@ -230,7 +336,7 @@ Result Stream::tryStep(Op& op, const algo::Step& s) {
     // Issued, not done: the slot is committed and the message released once the queue got here
     // (retireSteps), in issue order, also for a step without device work. Resources stay taken
     // meanwhile, so nothing is retried.
-    PendingStep p{nullptr, sconn, rconn, bytes};
+    PendingStep p{nullptr, sconn, rconn, bytes, StepWork{}};
     if (deviceWork) MIXCCL_TRY(dev->record(op.queue, &p.fence));
     pending_.push_back(p);
     return Result::kSuccess;
@@ -313,9 +419,20 @@ Result Stream::sendToken(Op& op, int root) {
 // The second phase of steps with device work: the oldest ones whose fences signalled publish
 // what they wrote, in issue order.
 Result Stream::retireSteps(Op& op, bool* advanced) {
+  // While the device has two commands or more to run, the last run waits for the steps that
+  // may extend it (a peer commits a run's messages one by one, so they arrive one by one): the
+  // device does not idle for it, and runs grow. Otherwise (and once the operation's steps are all
+  // issued, or the window is full) everything goes.
+  size_t queued = 0;
+  for (const PendingStep& p : pending_) queued += p.fence != nullptr ? 1 : 0;
+  MIXCCL_TRY(flushWork(op, queued >= 2 && stepIndex_ < op.schedule->steps.size() && roomForStep()));
   DeviceBackend* dev = op.comm->backend();
+  // What one call retires becomes visible to the peers at once (holdPublish): a run's messages
+  // reach a receiver that covers them with one command together.
+  Publisher publisher;
   while (!pending_.empty()) {
     PendingStep& p = pending_.front();
+    if (p.work.bytes > 0) return Result::kSuccess;  // still described (flushWork kept its run)
     Result r = dev->query(p.fence);
     if (r == Result::kInProgress) return Result::kSuccess;
     if (r != Result::kSuccess) {
@@ -324,12 +441,14 @@ Result Stream::retireSteps(Op& op, bool* advanced) {
     }
     dev->releaseFence(p.fence);
     p.fence = nullptr;
+    publisher.hold(publisher.sends, p.sconn);
+    publisher.hold(publisher.recvs, p.rconn);
     if (p.sconn != nullptr) {
       MIXCCL_TRY(p.sconn->commit(p.bytes, op.stamp));
       noteSend(p.sconn);
     }
     if (p.rconn != nullptr) MIXCCL_TRY(p.rconn->release());
-    pending_.erase(pending_.begin());  // at most kStepsInFlight entries
+    pending_.erase(pending_.begin());  // at most kMaxPendingSteps entries
     *advanced = true;
   }
   return Result::kSuccess;
@@ -343,6 +462,7 @@ void Stream::dropPending() {
     for (PendingStep& p : pending_) dev->releaseFence(p.fence);
   }
   pending_.clear();
+  describedRuns_ = 0;
 }
 
 // Creates every connection an operation will use before its first step. Connections are
@@ -433,7 +553,7 @@ Result Stream::progress(bool* advanced) {
       // idle checks: an abort or revoke must not wait for its end (seconds for a large one on a
       // slow host). Two loads per step.
       if (op.comm->aborted() || op.comm->revoked()) return checkFlags(*this);
-      if (stepIndex_ < steps.size() && pending_.size() < kStepsInFlight) {
+      if (stepIndex_ < steps.size() && roomForStep()) {
         if (isSkippedToken(op, steps[stepIndex_])) {
           ++stepIndex_;
           *advanced = true;
@@ -948,6 +1068,7 @@ void Stream::reset() {
   probeFlush_.clear();
   gone_.clear();
   pending_.clear();
+  describedRuns_ = 0;
 }
 
 void partitionOps(const std::vector<Op*>& ops, std::vector<Stream>* streams) {

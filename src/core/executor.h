@@ -16,7 +16,9 @@
 // Device work: an operation with a work queue (op.queue, engine.h) issues each step's copies and
 // reductions on that queue and records a fence; the step's slot is committed and the peer's
 // message released only once the fence signals (two phases: issued, then done and committed).
-// Up to kStepsInFlight steps of a stream are issued ahead of the oldest one not yet committed
+// Steps issued together reach the queue in runs: adjacent steps of one kind whose operands
+// continue each other's become one command with one fence (step_work.h).
+// Steps of a stream (up to kStepsInFlight commands' worth) are issued ahead of the oldest one not yet committed
 // (each holds the next slot of its lanes: SendConnection::acquire, RecvConnection::peekAt); they
 // are committed strictly in issue order, so every lane sees its messages in schedule order. The
 // work queue is in order, so a step that reads what an earlier one wrote sees it. Without a
@@ -32,6 +34,7 @@
 
 #include "src/core/hang_report.h"
 #include "src/core/op.h"
+#include "src/core/step_work.h"
 #include "transports/transport.h"
 
 namespace mixccl {
@@ -75,6 +78,8 @@ class Stream {
   static bool isOwedToken(const Op& op, size_t step);
   Result readOwed(Op& op, int peer);
   Result settleOwed(Op& op, bool* ready);
+  bool roomForStep() const;
+  Result flushWork(Op& op, bool keepLast);
   Result retireSteps(Op& op, bool* advanced);
   Result tryStep(Op& op, const algo::Step& step);
   Result sendToken(Op& op, int root);
@@ -131,10 +136,14 @@ class Stream {
     SendConnection* sconn = nullptr;  // to commit `bytes` to when the fence signals
     RecvConnection* rconn = nullptr;  // to release then
     size_t bytes = 0;
+    StepWork work;  // described, not yet enqueued (flushWork); bytes == 0 once enqueued or without work
   };
-  // A vector, not a deque: it holds at most kStepsInFlight entries, and a deque allocates on
+  // A vector, not a deque: it holds at most kMaxPendingSteps entries, and a deque allocates on
   // construction, which every call's streams would pay.
   std::vector<PendingStep> pending_;
+  // The runs among the described steps (flushWork enqueues them), and the last one so far.
+  size_t describedRuns_ = 0;
+  StepWork openRun_;
 };
 
 // The streams of a run (group.h): per communicator, its collectives in issue order on one stream,

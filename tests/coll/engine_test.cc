@@ -184,6 +184,39 @@ TEST(EngineTest, SeveralStepsInFlight) {
   });
 }
 
+// A ring round carries four adjacent pieces per segment (algorithms/ring_pass.h); a device rank
+// covers the pieces issued together with one command (src/core/step_work.h). 2 ranks, 4 rounds of
+// 4 sends, 4 receive-reduce-sends and 4 receives = 48 steps per rank. How many runs form depends
+// on timing, but the first round's four sends need only free slots, so they are always one
+// command; the result must be exact either way.
+TEST(EngineTest, AdjacentPiecesShareACommand) {
+  constexpr int kRanks = 2;
+  constexpr size_t kChunk = 1024;                     // int32 elements per 4096-byte slot
+  constexpr size_t kCount = kRanks * 4 * kChunk * 4;  // 4 rounds of 4 pieces per segment
+  constexpr int kSteps = 4 * 12;
+  EnvGuard chunk("MIXCCL_CHUNK_SIZE", "4096");
+  EnvGuard depth("MIXCCL_FIFO_DEPTH", "8");
+  AsyncRanks ranks(kRanks);
+  ASSERT_TRUE(ranks.ok());
+  ranks.run([&](int r) {
+    AsyncBackend& be = ranks.backend(r);
+    be.setTaskDelay(std::chrono::microseconds(100));
+    UserStream s{be.makeStream()};
+    std::vector<int32_t> buf(kCount);
+    for (size_t i = 0; i < kCount; ++i) buf[i] = static_cast<int32_t>(i * 5 + r);
+    ASSERT_EQ(ncclAllReduce(buf.data(), buf.data(), kCount, ncclInt32, ncclSum, ranks.comm(r), s), ncclSuccess)
+        << ncclGetLastError(nullptr);
+    ASSERT_TRUE(s->sync());
+    for (size_t i = 0; i < kCount; ++i) {
+      ASSERT_EQ(buf[i], static_cast<int32_t>(2 * i * 5 + 1)) << "element " << i << " on rank " << r;
+    }
+    // Receive-reduce-sends are one reduction each (the backend's default reduceDual adds a copy).
+    const int perStep = kSteps + 4 * 4;
+    EXPECT_LE(be.commands(), perStep - 3) << "no adjacent pieces were covered by one command";
+    std::printf("rank %d: %d device commands for %d steps (%d one per step)\n", r, be.commands(), kSteps, perStep);
+  });
+}
+
 class EngineGroupTest : public ::testing::TestWithParam<int> {};
 
 // Every collective kind and send/recv in one group on one stream, results checked per element.

@@ -63,11 +63,32 @@ struct Case {
   bool inplace;
   int root;
   uint64_t seed;
+  size_t count = kCount;
   std::string name() const {
     return std::string(kCollNames[coll]) + " " + typeName(dtype) + (op >= 0 ? std::string(" ") + opName(op) : "") +
            (inplace ? " in-place" : " out-of-place") + " root " + std::to_string(root);
   }
 };
+
+// The ring collectives at a count whose segments travel as several pieces (algorithms/ring_pass.h)
+// over several rounds: with 4 KiB slots a 4-byte type's segment of a 2-rank all-reduce is up to
+// 4 pieces of 1024 elements, which a device rank covers with one command (src/core/step_work.h).
+std::vector<Case> pieceCases() {
+  std::vector<Case> cases;
+  uint64_t seed = 7;
+  for (int c : {kAllReduce, kReduceScatter, kAllGather}) {
+    for (int t = 0; t < kNumTypes; ++t) {
+      for (int op : reducing(c) ? std::vector<int>{kSum, kPreMulTwo, kAvg} : std::vector<int>{-1}) {
+        for (bool inplace : {false, true}) {
+          Case k{c, t, op, inplace, 0, seed++};
+          k.count = 9001;
+          cases.push_back(k);
+        }
+      }
+    }
+  }
+  return cases;
+}
 
 std::vector<Case> allCases(int n) {
   std::vector<Case> cases;
@@ -94,7 +115,7 @@ struct Layout {
 };
 
 Layout layoutOf(const Case& k, int n, int rank) {
-  const size_t es = typeSize(k.dtype), c = kCount * es, all = c * n;
+  const size_t es = typeSize(k.dtype), c = k.count * es, all = c * n;
   Layout l;
   switch (k.coll) {
     case kAllGather:
@@ -154,34 +175,34 @@ ncclResult_t issue(const Case& k, ncclComm_t comm, int n, int rank, uint8_t* sen
   ncclResult_t r = ncclSuccess;
   switch (k.coll) {
     case kAllReduce:
-      r = ncclAllReduce(send, recv, kCount, dt, op, comm, stream);
+      r = ncclAllReduce(send, recv, k.count, dt, op, comm, stream);
       break;
     case kBroadcast:
-      r = ncclBroadcast(send, recv, kCount, dt, k.root, comm, stream);
+      r = ncclBroadcast(send, recv, k.count, dt, k.root, comm, stream);
       break;
     case kReduce:
-      r = ncclReduce(send, recv, kCount, dt, op, k.root, comm, stream);
+      r = ncclReduce(send, recv, k.count, dt, op, k.root, comm, stream);
       break;
     case kAllGather:
-      r = ncclAllGather(send, recv, kCount, dt, comm, stream);
+      r = ncclAllGather(send, recv, k.count, dt, comm, stream);
       break;
     case kReduceScatter:
-      r = ncclReduceScatter(send, recv, kCount, dt, op, comm, stream);
+      r = ncclReduceScatter(send, recv, k.count, dt, op, comm, stream);
       break;
     case kAllToAll:
-      r = ncclAlltoAll(send, recv, kCount, dt, comm, stream);
+      r = ncclAlltoAll(send, recv, k.count, dt, comm, stream);
       break;
     case kGather:
-      r = ncclGather(send, recv, kCount, dt, k.root, comm, stream);
+      r = ncclGather(send, recv, k.count, dt, k.root, comm, stream);
       break;
     case kScatter:
-      r = ncclScatter(send, recv, kCount, dt, k.root, comm, stream);
+      r = ncclScatter(send, recv, k.count, dt, k.root, comm, stream);
       break;
     case kSendRecv: {
       // A ring: send to the next rank, receive from the previous one (to itself at one rank).
       r = ncclGroupStart();
-      if (r == ncclSuccess) r = ncclSend(send, kCount, dt, (rank + 1) % n, comm, stream);
-      if (r == ncclSuccess) r = ncclRecv(recv, kCount, dt, (rank + n - 1) % n, comm, stream);
+      if (r == ncclSuccess) r = ncclSend(send, k.count, dt, (rank + 1) % n, comm, stream);
+      if (r == ncclSuccess) r = ncclRecv(recv, k.count, dt, (rank + n - 1) % n, comm, stream);
       const ncclResult_t e = ncclGroupEnd();
       if (r == ncclSuccess) r = e;
       break;
@@ -264,14 +285,14 @@ class OpenclCollTest : public ::testing::Test {
 
   // Runs every case on `pattern` (one letter per rank: 'H' host, 'O' OpenCL) and on all-host ranks
   // and compares each rank's buffers after each case. `blocking`: OpenCL ranks pass a NULL stream.
-  void runPattern(const std::string& pattern, bool blocking);
+  void runPattern(const std::string& pattern, bool blocking, const std::vector<Case>& only = {});
 
   cl_context context_ = nullptr;
   cl_device_id device_ = nullptr;
   std::unique_ptr<EnvGuard> chunk_, timeout_;
 };
 
-void OpenclCollTest::runPattern(const std::string& pattern, bool blocking) {
+void OpenclCollTest::runPattern(const std::string& pattern, bool blocking, const std::vector<Case>& only) {
   const int n = static_cast<int>(pattern.size());
   std::vector<std::unique_ptr<DeviceBackend> > hostBackends;
   std::vector<std::unique_ptr<DeviceRank> > devRanks(n);
@@ -290,8 +311,9 @@ void OpenclCollTest::runPattern(const std::string& pattern, bool blocking) {
   }
   BackendRanks ref(refSet), test(testSet);
   ASSERT_TRUE(ref.ok() && test.ok());
-  const std::vector<Case> cases = allCases(n);
-  const size_t maxBytes = kCount * 8 * n;
+  const std::vector<Case> cases = only.empty() ? allCases(n) : only;
+  size_t maxBytes = 0;
+  for (const Case& k : cases) maxBytes = std::max(maxBytes, k.count * 8 * n);
   std::atomic<int> failures{0};
 
   onRankThreads(n, [&](int rank) {
@@ -396,6 +418,7 @@ TEST_F(OpenclStagedCollTest, TwoRanks) { runPattern("OO", false); }
 TEST_F(OpenclStagedCollTest, FourRanks) { runPattern("OOOO", false); }
 TEST_F(OpenclStagedCollTest, MixedHOHO) { runPattern("HOHO", false); }
 TEST_F(OpenclStagedCollTest, BlockingMixedOHH) { runPattern("OHH", true); }
+TEST_F(OpenclStagedCollTest, RingPiecesTwoRanks) { runPattern("OO", false, pieceCases()); }
 
 TEST(OpenclHostMemory, AnUnknownModeFailsTheBackendNamingTheKnob) {
   std::string why;
@@ -417,6 +440,10 @@ TEST_F(OpenclCollTest, MixedHOHO) { runPattern("HOHO", false); }
 TEST_F(OpenclCollTest, MixedOHH) { runPattern("OHH", false); }
 TEST_F(OpenclCollTest, BlockingTwoRanks) { runPattern("OO", true); }
 TEST_F(OpenclCollTest, BlockingMixedOHH) { runPattern("OHH", true); }
+
+// Segments of several pieces, covered by one command per run on the OpenCL ranks.
+TEST_F(OpenclCollTest, RingPiecesTwoRanks) { runPattern("OO", false, pieceCases()); }
+TEST_F(OpenclCollTest, RingPiecesMixedHOHO) { runPattern("HOHO", false, pieceCases()); }
 
 // Every algorithm besides the standing ones (scratch memory on the device included), forced
 // through NCCL_ALGO for the device ranks and their all-host reference alike.

@@ -199,6 +199,7 @@ class AsyncBackend : public DeviceBackend {
   }
   Result copy(void* dst, const void* src, size_t bytes, WorkQueue* queue) override {
     if (queue == nullptr) return host_->copy(dst, src, bytes, nullptr);
+    ++commands_;
     reinterpret_cast<FakeStream*>(queue)->enqueue([=, this] {
       delay();
       std::memcpy(dst, src, bytes);
@@ -208,6 +209,7 @@ class AsyncBackend : public DeviceBackend {
   Result reduce(void* dst, const void* a, const void* b, size_t count, const ReduceSpec& spec, bool applyPre,
                 bool applyPost, WorkQueue* queue) override {
     if (queue == nullptr) return host_->reduce(dst, a, b, count, spec, applyPre, applyPost, nullptr);
+    ++commands_;
     DeviceBackend* host = host_.get();
     reinterpret_cast<FakeStream*>(queue)->enqueue([=, this] {
       delay();
@@ -216,6 +218,8 @@ class AsyncBackend : public DeviceBackend {
     return Result::kSuccess;
   }
   int kernelErrors() const { return kernelErrors_.load(); }
+  // Copies and reductions enqueued on work queues so far (reduceDual: a reduction and a copy).
+  int commands() const { return commands_.load(); }
   // Each copy/reduce task on a work queue first sleeps this long (a slow device), so a test can
   // watch the engine keep several steps in flight.
   void setTaskDelay(std::chrono::microseconds d) { taskDelayUs_ = d.count(); }
@@ -281,6 +285,7 @@ class AsyncBackend : public DeviceBackend {
   std::atomic<int> maxFences_{0};
   std::atomic<bool> deviceOnly_{false};
   std::atomic<bool> sharesCores_{false};
+  std::atomic<int> commands_{0};
   std::atomic<int> gatesHeld_{0}, gatesReleased_{0}, gateTimeouts_{0}, queuesOpen_{0}, kernelErrors_{0};
 };
 

@@ -1205,6 +1205,72 @@ TEST(ScheduleMatrix, RingRoundsAtDepthTwo) {
   }
 }
 
+// With FIFO depth >= 4 a round carries up to 4 pieces per chain (ring_pass.h): the steps of one
+// segment are adjacent, in piece order, and the round's leading sends go before the previous
+// round's trailing receives as a block. All-reduce at 2 ranks, chunk 8, depth 8: rounds of 64
+// elements (two segments of four pieces) and a last one of 20 (two segments of 10: pieces 8, 2).
+TEST(ScheduleShape, RingRoundsCarryPiecesAtDepthFourAndMore) {
+  auto build = [](CollKind k, int n, int rank, uint64_t count, uint32_t depth) {
+    CollArgs a;
+    a.kind = k;
+    a.nranks = n;
+    a.rank = rank;
+    a.count = count;
+    a.chunkElems = 8;
+    a.fifoDepth = depth;
+    a.algo = Algo::kRing;
+    Schedule s;
+    EXPECT_EQ(buildSchedule(a, &s), Result::kSuccess);
+    return s;
+  };
+  auto shapeOf = [](const Schedule& s) {
+    std::string shape;
+    for (const Step& st : s.steps) shape += st.recvPeer >= 0 ? (st.sendPeer >= 0 ? "B" : "R") : "S";
+    return shape;
+  };
+  for (int rank : {0, 1}) {
+    const Schedule s = build(CollKind::kAllReduce, 2, rank, 148, 8);
+    EXPECT_EQ(shapeOf(s),
+              "SSSSBBBB"
+              "SSSSRRRR"
+              "BBBB"
+              "SSRRRR"
+              "BBRR")
+        << "rank " << rank;
+    // The pieces of a segment are adjacent in the buffers, so a device covers them in one command.
+    for (size_t i = 1; i < 4; ++i) {
+      EXPECT_EQ(s.steps[i].srcOffset, s.steps[i - 1].srcOffset + 8) << "rank " << rank;
+      EXPECT_EQ(s.steps[i].count, 8u);
+    }
+    // Depth 4: two pieces per segment.
+    EXPECT_EQ(shapeOf(build(CollKind::kAllReduce, 2, rank, 64, 4)), "SSBBSSRRBBRR") << "rank " << rank;
+    // Reduce-scatter: rounds of 4 pieces per block (13 elements: pieces 8 and 5 of one round).
+    const Schedule rs = build(CollKind::kReduceScatter, 2, rank, 13, 8);
+    EXPECT_EQ(shapeOf(rs), "SSRR") << "rank " << rank;
+    EXPECT_EQ(rs.steps[1].srcOffset, rs.steps[0].srcOffset + 8);
+    EXPECT_EQ(rs.steps[1].count, 5u);
+    EXPECT_EQ(shapeOf(build(CollKind::kAllGather, 2, rank, 80, 8)), "SSSSSSSSRRRRSSRRRRRR") << "rank " << rank;
+  }
+}
+
+// Rounds of pieces through the simulator (which fails a schedule that deadlocks or computes a
+// wrong value) at the depths that use them: full and partial rounds, fewer elements than ranks,
+// in and out of place.
+TEST(ScheduleMatrix, RingRoundsInPieces) {
+  for (CollKind k : {CollKind::kAllReduce, CollKind::kReduceScatter, CollKind::kAllGather}) {
+    for (int n = 2; n <= 9; ++n) {
+      for (size_t depth : {size_t{4}, size_t{5}, size_t{8}}) {
+        for (uint64_t count : {uint64_t{1}, uint64_t{7}, uint64_t{3} * n * 4 * 5 + 2, uint64_t{9} * n * 4 * 5}) {
+          for (bool inPlace : {false, true}) {
+            Case c{k, n, count, 5, 0, inPlace, depth, SimOp::kSum};
+            ASSERT_EQ(runCase(c), "") << c.str();
+          }
+        }
+      }
+    }
+  }
+}
+
 // The step counts stated in the algorithm files.
 TEST(ScheduleShape, StepCounts) {
   auto steps = [](CollKind k, int n, int rank, uint64_t count, uint64_t chunk, int root = 0, uint32_t depth = 1) {

@@ -135,8 +135,21 @@ class ShmSendConnection final : public SendConnection {
     line.stamp = stamp;
     ++head_;
     // Publishes payload, size and stamp (release pairs with the receiver's acquire of seq).
-    line.seq.store(head_, std::memory_order_release);
+    if (holding_) {
+      held_.emplace_back(&line, head_);
+    } else {
+      line.seq.store(head_, std::memory_order_release);
+    }
     return Result::kSuccess;
+  }
+
+  void holdPublish() override { holding_ = true; }
+  // The receiver reads lines in order, so storing the oldest held line's seq last shows them together.
+  void publish() override {
+    for (auto it = held_.rbegin(); it != held_.rend(); ++it)
+      it->first->seq.store(it->second, std::memory_order_release);
+    held_.clear();
+    holding_ = false;
   }
 
   // A committed message already lives in shared memory: nothing is in flight on this side.
@@ -215,6 +228,8 @@ class ShmSendConnection final : public SendConnection {
   uint64_t slotHead_ = 0;             // slots taken by committed messages
   uint64_t cachedTail_ = 0;           // last tail seen; re-read only when a ring looks full
   uint64_t slotTail_ = 0;             // slots released with the messages up to cachedTail_
+  bool holding_ = false;              // holdPublish(): seq stores wait in held_ until publish()
+  std::vector<std::pair<ShmSlotLine*, uint64_t>> held_;
 };
 
 class ShmRecvConnection final : public RecvConnection {
@@ -271,8 +286,14 @@ class ShmRecvConnection final : public RecvConnection {
     }
     ++tail_;
     // Hands the slot back: our reads of it happen-before the sender's next write to it.
-    map_.tail()->store(tail_, std::memory_order_release);
+    if (!holding_) map_.tail()->store(tail_, std::memory_order_release);
     return Result::kSuccess;
+  }
+
+  void holdPublish() override { holding_ = true; }
+  void publish() override {
+    if (holding_) map_.tail()->store(tail_, std::memory_order_release);
+    holding_ = false;
   }
 
  private:
@@ -315,7 +336,8 @@ class ShmRecvConnection final : public RecvConnection {
     return map_.lines()[shmRingIndex(tail_, lines_)].seq.load(std::memory_order_acquire) == tail_ + 1;
   }
 
-  uint64_t tail_ = 0;     // next message index to read (mirrors the shared tail)
+  uint64_t tail_ = 0;     // next message index to read (mirrors the shared tail but while holding_)
+  bool holding_ = false;  // holdPublish(): the shared tail is stored at publish()
   uint64_t arrived_ = 0;  // messages seen complete (peekAt); release() needs one past tail_
 };
 
