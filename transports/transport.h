@@ -86,6 +86,14 @@ class SendConnection {
   // (src/core/step_work.h). Without an override every commit is visible at once.
   virtual void holdPublish() {}
   virtual void publish() {}
+  // For an address in this lane's slots: the same byte at another address such that a range
+  // running past the last slot continues with the first slot's bytes (a slot ring mapped twice
+  // in a row); nullptr where there is none. Lets a device cover a run of messages that wraps
+  // around the ring with one command (src/core/step_work.h).
+  virtual const void* ringAlias(const void* p) const {
+    (void)p;
+    return nullptr;
+  }
 
   // Zero-copy (rendezvous), optional. True when a `bytes`-byte message from user memory in `reg`
   // may be published with commitFrom() instead of being copied into the slot. Cheap; the default
@@ -136,6 +144,11 @@ class RecvConnection {
   // As SendConnection's: releases between the two calls may reach the sender together.
   virtual void holdPublish() {}
   virtual void publish() {}
+  // As SendConnection's, for the messages this lane receives.
+  virtual const void* ringAlias(const void* p) const {
+    (void)p;
+    return nullptr;
+  }
   // How many empty messages (closing tokens, probes) the lane holds unread: the FIFO depth where
   // every message takes a slot, more where small ones take less (shm). The engine leaves at most
   // this many minus two closing tokens unread in a lane (src/core/owed_tokens.h).

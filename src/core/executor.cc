@@ -203,7 +203,9 @@ Result Stream::flushWork(Op& op, bool keepLast) {
     StepWork run = pending_[i].work;
     size_t end = i + 1;
     while (end < pending_.size() && pending_[end].sconn == pending_[i].sconn &&
-           pending_[end].rconn == pending_[i].rconn && continues(run, pending_[end].work)) {
+           pending_[end].rconn == pending_[i].rconn) {
+      alignToRun(run, &pending_[end].work, pending_[end].sconn, pending_[end].rconn);
+      if (!continues(run, pending_[end].work)) break;
       run.bytes += pending_[end].work.bytes;
       ++end;
     }
@@ -303,8 +305,9 @@ Result Stream::tryStep(Op& op, const algo::Step& s) {
     // Described, not enqueued: flushWork() hands the steps issued together to the queue in runs.
     PendingStep p{nullptr, sconn, rconn, bytes, describeWork(op, s, in, dst, slot, src, landed)};
     const PendingStep* last = pending_.empty() ? nullptr : &pending_.back();
-    if (last != nullptr && last->work.bytes > 0 && last->sconn == sconn && last->rconn == rconn &&
-        continues(openRun_, p.work)) {
+    const bool sameLanes = last != nullptr && last->work.bytes > 0 && last->sconn == sconn && last->rconn == rconn;
+    if (sameLanes) alignToRun(openRun_, &p.work, sconn, rconn);
+    if (sameLanes && continues(openRun_, p.work)) {
       openRun_.bytes += p.work.bytes;
     } else {
       openRun_ = p.work;

@@ -3,6 +3,8 @@
 
 #include "src/core/step_work.h"
 
+#include <type_traits>
+
 #include "src/core/communicator.h"
 
 namespace mixccl {
@@ -37,6 +39,22 @@ bool continues(const StepWork& run, const StepWork& next) {
     if (!safe(w, run.a, total) || !safe(w, run.b, total)) return false;
   }
   return safe(run.out, run.out2, total) || run.out2 == nullptr;
+}
+
+void alignToRun(const StepWork& run, StepWork* next, const SendConnection* sconn, const RecvConnection* rconn) {
+  if (run.bytes == 0 || next->bytes == 0) return;
+  auto align = [&](const void* runPtr, auto** ptr, const auto* conn) {
+    if (conn == nullptr || runPtr == nullptr || *ptr == nullptr || *ptr == at(runPtr, run.bytes)) return;
+    const void* alias = conn->ringAlias(*ptr);
+    using T = std::remove_pointer_t<std::remove_pointer_t<decltype(ptr)>>;
+    if (alias == at(runPtr, run.bytes)) *ptr = static_cast<T*>(const_cast<void*>(alias));
+  };
+  // Slots: the send slot is out2 or, without a destination buffer, out; received data is a, or b
+  // when it does not come from a schedule buffer.
+  if (next->outBuf == algo::Buf::kNone) align(run.out, &next->out, sconn);
+  align(run.out2, &next->out2, sconn);
+  align(run.a, &next->a, rconn);
+  if (next->bBuf == algo::Buf::kNone) align(run.b, &next->b, rconn);
 }
 
 Result issueWork(const Op& op, const StepWork& w) {

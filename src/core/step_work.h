@@ -23,6 +23,7 @@
 
 #include "algorithms/schedule.h"
 #include "src/core/op.h"
+#include "transports/transport.h"
 
 namespace mixccl {
 
@@ -43,6 +44,11 @@ struct StepWork {
 
 // Whether `next` extends the run `run` (run.bytes covering every step so far) into one command.
 bool continues(const StepWork& run, const StepWork& next);
+
+// Gives `next`'s slot operands (of `sconn`, `rconn`) their ring alias (transport.h, ringAlias)
+// where that, and not the slot's own address, continues `run`: a run whose messages wrap around
+// a lane's slot ring stays one range. The alias holds the same bytes, so `next` is right either way.
+void alignToRun(const StepWork& run, StepWork* next, const SendConnection* sconn, const RecvConnection* rconn);
 
 // Enqueues `w` (one step or a run) on op.queue.
 Result issueWork(const Op& op, const StepWork& w);

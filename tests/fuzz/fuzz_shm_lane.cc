@@ -96,7 +96,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::unique_ptr<RecvConnection> recv;
   FUZZ_CHECK(job->rank1->connectRecv(0, kLaneColl, &recv) == Result::kSuccess);
   ShmMapping rs;
-  FUZZ_CHECK(ShmMapping::open(shmLaneName(job->commHash, job->nonce1, 0, 1, kLaneColl), shmTotalBytes(kDepth, kSlot),
+  FUZZ_CHECK(ShmMapping::open(shmLaneName(job->commHash, job->nonce1, 0, 1, kLaneColl), shmTotalBytes(kDepth, kSlot), 0,
                               &rs) == Result::kSuccess);
   // Sending lane: the rogue receiver creates the segment, the real sender opens it on acquire.
   ShmMapping rr;

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <random>
 #include <string>
 
@@ -55,6 +56,34 @@ TEST(ShmSegment, ReservedLaneHoldsItsWholeSize) {
   ASSERT_EQ(ShmMapping::create(name, kDepth, kSlot, 1, /*reserve=*/true, &map), Result::kSuccess);
   EXPECT_GE(allocatedBytes(name), shmTotalBytes(kDepth, kSlot));
   EXPECT_EQ(map.reservePages(), Result::kSuccess);  // nothing left to do
+  shm_unlink(name.c_str());
+}
+
+// The slot ring is mapped twice in a row, in the receiver's mapping and in the sender's: bytes
+// written past the last slot land in the first slot, so a device command can cover messages that
+// wrap around the ring as one range (src/core/step_work.h).
+TEST(ShmSegment, TheSlotRingContinuesPastItsLastSlot) {
+  const std::string name = freshName();
+  ShmMapping recv, send;
+  ASSERT_EQ(ShmMapping::create(name, kDepth, kSlot, 1, /*reserve=*/true, &recv), Result::kSuccess);
+  ASSERT_EQ(ShmMapping::open(name, shmTotalBytes(kDepth, kSlot), shmSlotsOffset(kDepth), &send), Result::kSuccess);
+  for (ShmMapping* m : {&recv, &send}) {
+    uint8_t* last = m->slot(kDepth, kSlot, kDepth - 1);
+    uint8_t* first = m->slot(kDepth, kSlot, 0);
+    ASSERT_NE(m->ringAlias(first), nullptr);
+    EXPECT_EQ(m->ringAlias(first), last + kSlot);
+    EXPECT_EQ(m->ringAlias(last), last + kDepth * kSlot);
+    EXPECT_EQ(m->ringAlias(m->lines()), nullptr);  // only slots have an alias
+  }
+  // Written by the sender across the wrap, read by the receiver where it belongs.
+  uint8_t* across = send.slot(kDepth, kSlot, kDepth - 1) + kSlot - 2;
+  std::memcpy(across, "wrap", 4);
+  EXPECT_EQ(std::memcmp(recv.slot(kDepth, kSlot, kDepth - 1) + kSlot - 2, "wr", 2), 0);
+  EXPECT_EQ(std::memcmp(recv.slot(kDepth, kSlot, 0), "ap", 2), 0);
+  // Without a ring offset the sender maps the segment once.
+  ShmMapping once;
+  ASSERT_EQ(ShmMapping::open(name, shmTotalBytes(kDepth, kSlot), 0, &once), Result::kSuccess);
+  EXPECT_EQ(once.ringAlias(once.slot(kDepth, kSlot, 0)), nullptr);
   shm_unlink(name.c_str());
 }
 

@@ -26,28 +26,67 @@ std::string shmLaneName(uint64_t commHash, uint64_t receiverNonce, int src, int 
 }
 
 ShmMapping::~ShmMapping() {
-  if (base_ != nullptr) munmap(base_, bytes_);
+  if (base_ != nullptr) munmap(base_, bytes_ + ring_);
   if (unreservedFd_ >= 0) close(unreservedFd_);
 }
 
-ShmMapping::ShmMapping(ShmMapping&& o) noexcept : base_(o.base_), bytes_(o.bytes_), unreservedFd_(o.unreservedFd_) {
+ShmMapping::ShmMapping(ShmMapping&& o) noexcept
+    : base_(o.base_), bytes_(o.bytes_), ring_(o.ring_), unreservedFd_(o.unreservedFd_) {
   o.base_ = nullptr;
   o.bytes_ = 0;
+  o.ring_ = 0;
   o.unreservedFd_ = -1;
 }
 
 ShmMapping& ShmMapping::operator=(ShmMapping&& o) noexcept {
   if (this != &o) {
-    if (base_ != nullptr) munmap(base_, bytes_);
+    if (base_ != nullptr) munmap(base_, bytes_ + ring_);
     if (unreservedFd_ >= 0) close(unreservedFd_);
     base_ = o.base_;
     bytes_ = o.bytes_;
+    ring_ = o.ring_;
     unreservedFd_ = o.unreservedFd_;
     o.base_ = nullptr;
     o.bytes_ = 0;
+    o.ring_ = 0;
     o.unreservedFd_ = -1;
   }
   return *this;
+}
+
+uint8_t* ShmMapping::ringAlias(const void* p) const {
+  const uint8_t* ring = at(bytes_ - ring_);
+  const auto* q = static_cast<const uint8_t*>(p);
+  if (ring_ == 0 || q < ring || q >= ring + ring_) return nullptr;
+  return const_cast<uint8_t*>(q) + ring_;
+}
+
+// Maps the `total` bytes of segment `fd` and, right behind them, its slot ring [ringOffset, total)
+// a second time (*ring = its size), so that slots that wrap past the last one are still one range
+// of addresses (ringAlias). Where the second mapping cannot be made (an offset that is not a
+// multiple of the system's page size), the segment is mapped once and *ring is 0.
+Result ShmMapping::mapSegment(int fd, size_t total, size_t ringOffset, void** base, size_t* ring) {
+  *ring = 0;
+  const long page = sysconf(_SC_PAGESIZE);
+  const size_t alias = ringOffset > 0 && ringOffset < total && page > 0 && ringOffset % static_cast<size_t>(page) == 0
+                           ? total - ringOffset
+                           : 0;
+  if (alias > 0) {
+    void* span = mmap(nullptr, total + alias, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (span != MAP_FAILED) {
+      auto* b = static_cast<uint8_t*>(span);
+      if (mmap(b, total, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) != MAP_FAILED &&
+          mmap(b + total, alias, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, static_cast<off_t>(ringOffset)) !=
+              MAP_FAILED) {
+        *base = span;
+        *ring = alias;
+        return Result::kSuccess;
+      }
+      munmap(span, total + alias);
+    }
+  }
+  *base = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  return *base == MAP_FAILED ? Result::kSystemError : Result::kSuccess;
 }
 
 namespace {
@@ -140,12 +179,14 @@ Result ShmMapping::create(const std::string& name, uint32_t depth, size_t slotBy
     const int rc = reserveSegment(fd, total);
     if (rc != 0) return cleanup(rc, "posix_fallocate");
   }
-  void* base = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (base == MAP_FAILED) return cleanup(errno, "mmap");
+  void* base = nullptr;
+  size_t ring = 0;
+  if (mapSegment(fd, total, shmSlotsOffset(depth), &base, &ring) != Result::kSuccess) return cleanup(errno, "mmap");
 
   ShmMapping m;
   m.base_ = base;
   m.bytes_ = total;
+  m.ring_ = ring;
   if (reserve) {
     close(fd);
   } else {
@@ -168,7 +209,7 @@ Result ShmMapping::create(const std::string& name, uint32_t depth, size_t slotBy
   return Result::kSuccess;
 }
 
-Result ShmMapping::open(const std::string& name, size_t expectedBytes, ShmMapping* out) {
+Result ShmMapping::open(const std::string& name, size_t expectedBytes, size_t ringOffset, ShmMapping* out) {
   int fd = shm_open(name.c_str(), O_RDWR, 0600);
   if (fd < 0) {
     if (errno == ENOENT) return Result::kInProgress;  // the receiver has not created it yet
@@ -190,16 +231,19 @@ Result ShmMapping::open(const std::string& name, size_t expectedBytes, ShmMappin
                 "MIXCCL_FIFO_DEPTH; set them identically on every rank",
                 name.c_str(), static_cast<long long>(st.st_size), expectedBytes);
   }
-  void* base = mmap(nullptr, expectedBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  void* base = nullptr;
+  size_t ring = 0;
+  const Result mapped = mapSegment(fd, expectedBytes, ringOffset, &base, &ring);
   int err = errno;
   close(fd);
-  if (base == MAP_FAILED) {
+  if (mapped != Result::kSuccess) {
     return fail(Result::kSystemError, "shm: mmap of /dev/shm%s (%zu bytes) failed: %s", name.c_str(), expectedBytes,
                 strerror(err));
   }
   ShmMapping m;
   m.base_ = base;
   m.bytes_ = expectedBytes;
+  m.ring_ = ring;
   *out = std::move(m);
   return Result::kSuccess;
 }

@@ -11,6 +11,9 @@
 //   kLineOffset         line[lines]      one 64-byte ShmSlotLine per message; only the sender writes
 //   slotsOffset(depth)  slots            depth x slotBytes, each slot page aligned
 //
+// Each side maps the slots a second time right behind the segment (ringAlias), where the page
+// size allows, so messages in the last and the first slots are also one range of addresses.
+//
 // Message i lives in line i % lines, lines = shmLineCount(depth) >= depth. A payload of at most
 // kShmInlineBytes travels inside its line and takes no slot; a larger one takes the next slot in
 // slot order, and its line names it. The sender writes the payload, then the line's size, slot,
@@ -122,8 +125,9 @@ class ShmMapping {
   // Reserves the pages of a segment created without `reserve`; a no-op otherwise.
   Result reservePages();
   // Sender: opens an existing segment. kInProgress while it does not exist yet or is still being
-  // sized by the receiver; the header may still be uninitialised (check ready()).
-  static Result open(const std::string& name, size_t expectedBytes, ShmMapping* out);
+  // sized by the receiver; the header may still be uninitialised (check ready()). `ringOffset`:
+  // where its slot ring starts (shmSlotsOffset), to map it twice (ringAlias); 0 for once.
+  static Result open(const std::string& name, size_t expectedBytes, size_t ringOffset, ShmMapping* out);
 
   bool valid() const { return base_ != nullptr; }
   bool ready() const { return header()->magic.load(std::memory_order_acquire) == kShmMagic; }
@@ -133,11 +137,17 @@ class ShmMapping {
   uint8_t* slot(uint32_t depth, size_t slotBytes, uint64_t index) const {
     return at(shmSlotsOffset(depth) + index * shmSlotStride(slotBytes));
   }
+  // The slot ring is mapped twice in a row (where the system allows): for an address in the
+  // first mapping of the ring, the same byte in the second; nullptr otherwise. A range that runs
+  // past the last slot continues there with the first slot's bytes (SendConnection::ringAlias).
+  uint8_t* ringAlias(const void* p) const;
 
  private:
+  static Result mapSegment(int fd, size_t total, size_t ringOffset, void** base, size_t* ring);
   uint8_t* at(size_t offset) const { return static_cast<uint8_t*>(base_) + offset; }
   void* base_ = nullptr;
-  size_t bytes_ = 0;
+  size_t bytes_ = 0;       // the segment's size (its file); the mapping has ring_ more
+  size_t ring_ = 0;        // bytes of the slot ring mapped a second time behind the segment
   int unreservedFd_ = -1;  // kept open until reservePages() (create() without `reserve`)
 };
 

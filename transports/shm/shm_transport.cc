@@ -143,6 +143,7 @@ class ShmSendConnection final : public SendConnection {
     return Result::kSuccess;
   }
 
+  const void* ringAlias(const void* p) const override { return map_.ringAlias(p); }
   void holdPublish() override { holding_ = true; }
   // The receiver reads lines in order, so storing the oldest held line's seq last shows them together.
   void publish() override {
@@ -159,7 +160,7 @@ class ShmSendConnection final : public SendConnection {
  private:
   Result setUp() {
     if (!map_.valid()) {
-      Result r = ShmMapping::open(name_, shmTotalBytes(depth_, slotBytes_), &map_);
+      Result r = ShmMapping::open(name_, shmTotalBytes(depth_, slotBytes_), shmSlotsOffset(depth_), &map_);
       if (r == Result::kInProgress) return waitIdle();
       MIXCCL_TRY(r);
     }
@@ -290,6 +291,7 @@ class ShmRecvConnection final : public RecvConnection {
     return Result::kSuccess;
   }
 
+  const void* ringAlias(const void* p) const override { return map_.ringAlias(p); }
   void holdPublish() override { holding_ = true; }
   void publish() override {
     if (holding_) map_.tail()->store(tail_, std::memory_order_release);
