@@ -81,9 +81,9 @@ class SendConnection {
   virtual Result flush() = 0;
   virtual size_t slotBytes() const = 0;
   // Between holdPublish() and publish(), committed messages may stay invisible to the receiver;
-  // publish() shows them all at once. The engine commits the steps of one device command this
-  // way, so a receiver that covers adjacent messages with one command finds them together
-  // (src/core/step_work.h). Without an override every commit is visible at once.
+  // publish() shows them all at once. The engine commits what one poll of its device work
+  // retires this way, so a receiver that covers adjacent messages with one command finds them
+  // together (src/core/step_work.h). Without an override every commit is visible at once.
   virtual void holdPublish() {}
   virtual void publish() {}
   // For an address in this lane's slots: the same byte at another address such that a range

@@ -127,8 +127,9 @@ void Stream::flushProbes(const Op& op) {
 
 // Commands in flight per stream with device work: enough to hide a work-queue round trip
 // (enqueue, the device's scheduler, the fence poll) behind the next steps' transfers. A command
-// covers up to four steps (a round's pieces, ring_pass.h), so up to kStepsInFlight * 4 steps hold
-// slots; the FIFO's depth bounds that too. docs/ENGINE.md has the measurements.
+// may cover several steps (a round's pieces, ring_pass.h, or adjacent chunks of a chain), so up
+// to kMaxPendingSteps steps hold slots; the FIFO's depth bounds that too. docs/ENGINE.md has the
+// measurements.
 constexpr size_t kStepsInFlight = 4;
 constexpr size_t kMaxPendingSteps = kStepsInFlight * 4;
 
@@ -170,31 +171,39 @@ StepWork describeWork(const Op& op, const algo::Step& s, const void* in, void* d
 
 namespace {
 
-// Connections whose commits and releases wait for publish() (transport.h) until it goes out of scope.
-struct Publisher {
-  std::vector<SendConnection*> sends;
-  std::vector<RecvConnection*> recvs;
-  template <class C>
-  void hold(std::vector<C*>& held, C* c) {
-    if (c == nullptr || std::find(held.begin(), held.end(), c) != held.end()) return;
-    c->holdPublish();
-    held.push_back(c);
-  }
+// Holds the publication of what one retireSteps() call commits and releases (transport.h,
+// holdPublish) and publishes it when it goes out of scope. Its lists are the stream's, reused.
+class Publisher {
+ public:
+  Publisher(std::vector<SendConnection*>* sends, std::vector<RecvConnection*>* recvs) : sends_(sends), recvs_(recvs) {}
   ~Publisher() {
-    for (SendConnection* c : sends) c->publish();
-    for (RecvConnection* c : recvs) c->publish();
+    for (SendConnection* c : *sends_) c->publish();
+    for (RecvConnection* c : *recvs_) c->publish();
+    sends_->clear();
+    recvs_->clear();
   }
+  void hold(SendConnection* c) { add(sends_, c); }
+  void hold(RecvConnection* c) { add(recvs_, c); }
+
+ private:
+  template <class C>
+  static void add(std::vector<C*>* held, C* c) {
+    if (c == nullptr || std::find(held->begin(), held->end(), c) != held->end()) return;
+    c->holdPublish();
+    held->push_back(c);
+  }
+  std::vector<SendConnection*>* sends_;
+  std::vector<RecvConnection*>* recvs_;
 };
 
 }  // namespace
 
 // Enqueues the described work of the steps issued since the last flush, adjacent steps that
 // continue each other as one command (step_work.h), each run with one fence on its first step:
-// the run's later steps carry none, so they retire right behind it. With `keepLast` the last run
-// stays described: the next steps may still extend it.
-Result Stream::flushWork(Op& op, bool keepLast) {
+// the run's later steps carry none, so they retire right behind it.
+Result Stream::flushWork(Op& op) {
   DeviceBackend* dev = op.comm->backend();
-  size_t i = 0;  // described steps (work.bytes > 0) always follow the enqueued ones
+  size_t i = 0;  // described steps (work.bytes > 0) come after every enqueued one
   while (i < pending_.size()) {
     if (pending_[i].work.bytes == 0) {
       ++i;
@@ -208,10 +217,6 @@ Result Stream::flushWork(Op& op, bool keepLast) {
       if (!continues(run, pending_[end].work)) break;
       run.bytes += pending_[end].work.bytes;
       ++end;
-    }
-    if (keepLast && end == pending_.size()) {
-      describedRuns_ = 1;
-      return Result::kSuccess;
     }
     MIXCCL_TRY(issueWork(op, run));
     MIXCCL_TRY(dev->record(op.queue, &pending_[i].fence));
@@ -316,7 +321,7 @@ Result Stream::tryStep(Op& op, const algo::Step& s) {
     pending_.push_back(p);
     return Result::kSuccess;
   }
-  if (deviceWork && op.queue != nullptr) MIXCCL_TRY(flushWork(op, false));  // queue order = issue order
+  if (deviceWork && op.queue != nullptr) MIXCCL_TRY(flushWork(op));  // queue order = issue order
   if (deviceWork) {
     if (s.sourceCount > 0) {
       MIXCCL_TRY(foldOperands(op, s, dst, slot));
@@ -422,20 +427,13 @@ Result Stream::sendToken(Op& op, int root) {
 // The second phase of steps with device work: the oldest ones whose fences signalled publish
 // what they wrote, in issue order.
 Result Stream::retireSteps(Op& op, bool* advanced) {
-  // While the device has two commands or more to run, the last run waits for the steps that
-  // may extend it (a peer commits a run's messages one by one, so they arrive one by one): the
-  // device does not idle for it, and runs grow. Otherwise (and once the operation's steps are all
-  // issued, or the window is full) everything goes.
-  size_t queued = 0;
-  for (const PendingStep& p : pending_) queued += p.fence != nullptr ? 1 : 0;
-  MIXCCL_TRY(flushWork(op, queued >= 2 && stepIndex_ < op.schedule->steps.size() && roomForStep()));
+  MIXCCL_TRY(flushWork(op));
   DeviceBackend* dev = op.comm->backend();
   // What one call retires becomes visible to the peers at once (holdPublish): a run's messages
   // reach a receiver that covers them with one command together.
-  Publisher publisher;
+  Publisher publisher(&heldSends_, &heldRecvs_);
   while (!pending_.empty()) {
     PendingStep& p = pending_.front();
-    if (p.work.bytes > 0) return Result::kSuccess;  // still described (flushWork kept its run)
     Result r = dev->query(p.fence);
     if (r == Result::kInProgress) return Result::kSuccess;
     if (r != Result::kSuccess) {
@@ -444,8 +442,8 @@ Result Stream::retireSteps(Op& op, bool* advanced) {
     }
     dev->releaseFence(p.fence);
     p.fence = nullptr;
-    publisher.hold(publisher.sends, p.sconn);
-    publisher.hold(publisher.recvs, p.rconn);
+    publisher.hold(p.sconn);
+    publisher.hold(p.rconn);
     if (p.sconn != nullptr) {
       MIXCCL_TRY(p.sconn->commit(p.bytes, op.stamp));
       noteSend(p.sconn);
@@ -516,6 +514,22 @@ Result Stream::readOwed(Op& op, int peer) {
   return peekData(op, rconn, peer, &data, &bytes, &stamp, /*owedOnly=*/true);
 }
 
+// Before a collective's first step: reads the closing tokens owed to this rank that have arrived
+// (waits for none). Tokens may fill a lane but for two places (OwedTokens::limit), and a ring
+// round begins with up to four sends (ring_pass.h, pieces): if every rank of a ring first waited
+// to send, none would reach the receive that reads them. Reading them here, before any send of
+// this collective, cannot wait on anybody, so it breaks that cycle.
+Result Stream::drainOwed(Op& op) {
+  OwedTokens& owed = op.comm->owedTokens();
+  for (size_t i = 0;;) {
+    const int peer = owed.debtor(i);
+    if (peer < 0) return Result::kSuccess;
+    const Result r = readOwed(op, peer);
+    if (r != Result::kInProgress) MIXCCL_TRY(r);
+    if (owed.from(peer)) ++i;  // otherwise it left the list and the next debtor took its place
+  }
+}
+
 // Before a collective returns: while a peer owes more closing tokens than its lane's limit
 // (OwedTokens::limit), reads its oldest (and whatever else arrived on its lane); *ready stays
 // false while it has not.
@@ -548,6 +562,7 @@ Result Stream::progress(bool* advanced) {
         done = op.schedule;
       }
       connected_ = true;
+      if (op.lane == kLaneColl && !op.comm->owedTokens().empty()) MIXCCL_TRY(drainOwed(op));
     }
     // Issue steps while there is room, then retire what the device finished; retiring only
     // when nothing more can be issued keeps fence polls off the issue path.

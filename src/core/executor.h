@@ -77,9 +77,10 @@ class Stream {
   static bool isSkippedToken(const Op& op, const algo::Step& s);
   static bool isOwedToken(const Op& op, size_t step);
   Result readOwed(Op& op, int peer);
+  Result drainOwed(Op& op);
   Result settleOwed(Op& op, bool* ready);
   bool roomForStep() const;
-  Result flushWork(Op& op, bool keepLast);
+  Result flushWork(Op& op);
   Result retireSteps(Op& op, bool* advanced);
   Result tryStep(Op& op, const algo::Step& step);
   Result sendToken(Op& op, int root);
@@ -144,6 +145,9 @@ class Stream {
   // The runs among the described steps (flushWork enqueues them), and the last one so far.
   size_t describedRuns_ = 0;
   StepWork openRun_;
+  // Lanes whose publication retireSteps() holds (Publisher), kept to reuse their storage.
+  std::vector<SendConnection*> heldSends_;
+  std::vector<RecvConnection*> heldRecvs_;
 };
 
 // The streams of a run (group.h): per communicator, its collectives in issue order on one stream,

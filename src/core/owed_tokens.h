@@ -13,7 +13,9 @@
 //  - the end of a collective while the peer owes more than limit() of its lane: the lane's
 //    messageDepth() (transport.h) minus two, so the tokens in that lane leave it two places, one
 //    for data and one for a probe. Every schedule is deadlock-free with one free slot per lane
-//    (schedule.h). On TCP and RDMA every message takes a slot, so the limit is MIXCCL_FIFO_DEPTH
+//    (schedule.h) but the ring's pieces (ring_pass.h), whose rounds begin with up to four sends:
+//    so every collective first reads the tokens owed to it that have arrived (Stream::drainOwed),
+//    which waits for nobody. On TCP and RDMA every message takes a slot, so the limit is MIXCCL_FIFO_DEPTH
 //    - 2 (6 by default), and below a depth of 3 it is 0: the root waits for its token before it
 //    returns. On shm an empty message takes only a line of the lane (shm_segment.h), 64 by
 //    default, so 62 tokens may stay owed there and the root's call k is read by call k + 63;
@@ -54,6 +56,8 @@ class OwedTokens {
   void add(int peer, const OpIdentity& op, size_t limit);
   // Whether a token from `peer` is owed.
   bool from(int peer) const { return debtorIndex(peer) < debtors_.size(); }
+  // The i-th peer that owes tokens (-1 past the last); reading a peer's last token removes it.
+  int debtor(size_t i) const { return i < debtors_.size() ? debtors_[i].peer : -1; }
   // The peer of the oldest owed token (-1 when none).
   int oldestPeer() const { return owed_.empty() ? -1 : owed_.front().peer; }
   // A peer that owes more tokens than its limit (-1 when none): its oldest must be read before the
