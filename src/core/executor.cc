@@ -144,7 +144,7 @@ bool Stream::roomForStep() const {
 
 namespace {
 
-// What tryStep() would enqueue for step `s` (no multi-source fold), as a StepWork.
+// The copy or reduction of step `s` (no multi-source fold) over the step's resolved operands.
 StepWork describeWork(const Op& op, const algo::Step& s, const void* in, void* dst, void* slot, const void* src,
                       bool landed) {
   StepWork w;
@@ -166,10 +166,6 @@ StepWork describeWork(const Op& op, const algo::Step& s, const void* in, void* d
   }
   return w;
 }
-
-}  // namespace
-
-namespace {
 
 // Holds the publication of what one retireSteps() call commits and releases (transport.h,
 // holdPublish) and publishes it when it goes out of scope. Its lists are the stream's, reused.
@@ -325,19 +321,8 @@ Result Stream::tryStep(Op& op, const algo::Step& s) {
   if (deviceWork) {
     if (s.sourceCount > 0) {
       MIXCCL_TRY(foldOperands(op, s, dst, slot));
-    } else if (op.reduction) {
-      // pre() applies only to this rank's own input (see ReduceSpec).
-      bool pre = src != nullptr && s.src == algo::Buf::kInput;
-      const void* a = in != nullptr && src != nullptr ? in : nullptr;
-      const void* b = src != nullptr ? src : in;
-      if (dst != nullptr && slot != nullptr) {
-        MIXCCL_TRY(dev->reduceDual(dst, slot, a, b, s.count, op.spec, pre, s.finalize, op.queue));
-      } else {
-        MIXCCL_TRY(dev->reduce(primary, a, b, s.count, op.spec, pre, s.finalize, op.queue));
-      }
     } else {
-      if (!landed) MIXCCL_TRY(dev->copy(primary, in != nullptr ? in : src, bytes, op.queue));
-      if (dst != nullptr && slot != nullptr) MIXCCL_TRY(dev->copy(slot, dst, bytes, op.queue));
+      MIXCCL_TRY(issueWork(op, describeWork(op, s, in, dst, slot, src, landed)));
     }
   }
   if (op.queue != nullptr) {

@@ -29,7 +29,7 @@ bool safe(const void* w, const void* r, size_t bytes) {
 bool continues(const StepWork& run, const StepWork& next) {
   if (run.bytes == 0 || next.bytes == 0) return false;
   if (run.copy != next.copy || run.pre != next.pre || run.finalize != next.finalize) return false;
-  if (run.outBuf != next.outBuf || run.aBuf != next.aBuf || run.bBuf != next.bBuf) return false;
+  if (run.outBuf != next.outBuf || run.bBuf != next.bBuf) return false;
   if (!follows(run.out, run.bytes, next.out) || !follows(run.out2, run.bytes, next.out2) ||
       !follows(run.a, run.bytes, next.a) || !follows(run.b, run.bytes, next.b)) {
     return false;
@@ -38,7 +38,7 @@ bool continues(const StepWork& run, const StepWork& next) {
   for (const void* w : {static_cast<const void*>(run.out), static_cast<const void*>(run.out2)}) {
     if (!safe(w, run.a, total) || !safe(w, run.b, total)) return false;
   }
-  return safe(run.out, run.out2, total) || run.out2 == nullptr;
+  return safe(run.out, run.out2, total);
 }
 
 void alignToRun(const StepWork& run, StepWork* next, const SendConnection* sconn, const RecvConnection* rconn) {

@@ -31,9 +31,9 @@ struct StepWork {
   bool copy = false;  // out = b, then out2 = out; else out = a OP b (and out2 = out)
   bool pre = false;
   bool finalize = false;
-  // Where the operands come from (a run keeps them): schedule buffers, or kNone for a slot.
+  // Where out and b come from (a run keeps them): schedule buffers, or kNone for a slot. `a` is
+  // always received data, in a slot.
   algo::Buf outBuf = algo::Buf::kNone;
-  algo::Buf aBuf = algo::Buf::kNone;
   algo::Buf bBuf = algo::Buf::kNone;
   void* out = nullptr;
   void* out2 = nullptr;     // a second destination (a peer's slot), or nullptr
@@ -50,7 +50,7 @@ bool continues(const StepWork& run, const StepWork& next);
 // a lane's slot ring stays one range. The alias holds the same bytes, so `next` is right either way.
 void alignToRun(const StepWork& run, StepWork* next, const SendConnection* sconn, const RecvConnection* rconn);
 
-// Enqueues `w` (one step or a run) on op.queue.
+// Enqueues `w` (one step or a run) on op.queue; with no queue, does it before returning.
 Result issueWork(const Op& op, const StepWork& w);
 
 }  // namespace mixccl
