@@ -16,6 +16,11 @@
  *    is created (and before mixcclOpenclGetContext), so its buffers and queues work as they are, or
  *  - calls mixcclOpenclGetContext() and creates its queues and SVM buffers on the context it returns.
  *
+ * Allocating from several threads: NVIDIA's OpenCL driver (580) fails some clSVMAlloc calls made
+ * at the same time on one context. The library serialises its own; an application whose threads
+ * allocate SVM while communicators initialise or run should use ncclMemAlloc/ncclMemFree, which
+ * go through the library's lock, or serialise its own clSVMAlloc calls.
+ *
  * These functions are exported only by a library built with OpenCL support; they are safe to call
  * from any thread and never throw.
  */

@@ -237,7 +237,7 @@ Result OpenclBackend::allocSvm(size_t bytes, bool fine, void** ptr) {
                 rt_->platformName().c_str());
   }
   const cl_svm_mem_flags flags = CL_MEM_READ_WRITE | (fine ? CL_MEM_SVM_FINE_GRAIN_BUFFER : 0);
-  void* p = clSVMAlloc(rt_->context(), flags, bytes == 0 ? 1 : bytes, 0);
+  void* p = rt_->svm().alloc(flags, bytes == 0 ? 1 : bytes);
   if (p == nullptr) {
     return fail(Result::kSystemError,
                 "opencl alloc: clSVMAlloc of %zu bytes (%s-grained) failed on '%s'; reduce the buffer sizes or free "
@@ -267,7 +267,7 @@ Result OpenclBackend::free(void* ptr) {
     return fail(Result::kInvalidArgument,
                 "opencl free: %p was not returned by this backend's alloc (or was freed already)", ptr);
   }
-  clSVMFree(rt_->context(), ptr);
+  rt_->svm().free(ptr);
   return Result::kSuccess;
 }
 
@@ -276,7 +276,7 @@ Result OpenclBackend::allocStaging(size_t bytes, void** ptr) {
   *ptr = nullptr;
   const size_t n = bytes == 0 ? 1 : bytes;
   if (rt_->fineSvm()) {
-    void* p = clSVMAlloc(rt_->context(), CL_MEM_READ_WRITE | CL_MEM_SVM_FINE_GRAIN_BUFFER, n, 0);
+    void* p = rt_->svm().alloc(CL_MEM_READ_WRITE | CL_MEM_SVM_FINE_GRAIN_BUFFER, n);
     if (p == nullptr) {
       return fail(Result::kSystemError, "opencl allocStaging: clSVMAlloc of %zu fine-grained bytes failed", bytes);
     }
@@ -317,7 +317,7 @@ Result OpenclBackend::freeStaging(void* ptr) {
                 ptr);
   }
   if (r.kind == RangeKind::kSvmStaging) {
-    clSVMFree(rt_->context(), ptr);
+    rt_->svm().free(ptr);
   } else {
     if (r.mem != nullptr) clReleaseMemObject(r.mem);
     std::free(ptr);
@@ -459,7 +459,7 @@ Result OpenclBackend::copy(void* dst, const void* src, size_t bytes, WorkQueue* 
   if (du < su + bytes && su < du + bytes) {
     // Overlap (memmove semantics, as the host backend): through a temporary SVM buffer, freed
     // on the queue after the second copy.
-    void* tmp = clSVMAlloc(rt_->context(), CL_MEM_READ_WRITE, bytes, 0);
+    void* tmp = rt_->svm().alloc(CL_MEM_READ_WRITE, bytes);
     if (tmp == nullptr)
       return fail(Result::kSystemError, "opencl copy: no %zu bytes of SVM for an overlapping copy", bytes);
     Operand t;
@@ -467,12 +467,7 @@ Result OpenclBackend::copy(void* dst, const void* src, size_t bytes, WorkQueue* 
     t.ptr = tmp;
     Result r = enqueueCopy(q, t, s, bytes, nullptr);
     if (r == Result::kSuccess) r = enqueueCopy(q, d, t, bytes, nullptr);
-    cl_int err = clEnqueueSVMFree(q, 1, &tmp, nullptr, nullptr, 0, nullptr, &last);
-    if (err != CL_SUCCESS) {
-      clFinish(q);
-      clSVMFree(rt_->context(), tmp);
-      return r != Result::kSuccess ? r : clFail(err, "clEnqueueSVMFree");
-    }
+    rt_->svm().freeAfter(q, tmp, &last);
     if (r != Result::kSuccess) {
       (void)finish(q, last, true, "opencl copy cleanup");
       return r;

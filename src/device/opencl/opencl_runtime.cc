@@ -286,7 +286,8 @@ Result Runtime::init() {
   }
   // ICD rule: every object of a platform starts with the pointer to its dispatch table.
   dispatch_ = *reinterpret_cast<const void* const*>(context_);
-  staging_ = std::make_unique<StagingPool>(context_);
+  svm_ = std::make_unique<SvmHeap>(context_);
+  staging_ = std::make_unique<StagingPool>(*svm_);
   MIXCCL_INFO(log::kInit, "OpenCL backend: %s / %s (device index %d, SVM %s%s, host memory %s)", platformName_.c_str(),
               devName.c_str(), deviceIndex_, fineSvm_ ? "coarse+fine" : "coarse", fp64_ ? ", fp64" : "",
               zeroCopyHost_ ? "zero-copy" : "staged");

@@ -40,6 +40,7 @@
 #include "common/types.h"
 #include "src/device/opencl/opencl_kernels.h"
 #include "src/device/opencl/staging_pool.h"
+#include "src/device/opencl/svm_heap.h"
 
 namespace mixccl::ocl {
 
@@ -100,6 +101,8 @@ class Runtime {
   Result reduceKernel(DataType dtype, RedOpKind op, int flags, cl_kernel* out);
   Result copyKernel(cl_kernel* out);
   std::mutex& kernelMu() { return kernelMu_; }
+  // Every SVM allocation and free of the context (svm_heap.h: one driver needs them serialised).
+  SvmHeap& svm() { return *svm_; }
   // Reused SVM blocks for operands reduce() stages (staging_pool.h).
   StagingPool& staging() { return *staging_; }
 
@@ -142,7 +145,8 @@ class Runtime {
   size_t hostPtrAlign_ = 128;
   cl_command_queue internalQueue_ = nullptr;
   const void* dispatch_ = nullptr;
-  std::unique_ptr<StagingPool> staging_;
+  std::unique_ptr<SvmHeap> svm_;
+  std::unique_ptr<StagingPool> staging_;  // after svm_, which it uses
 
   std::once_flag buildOnce_;
   Result buildResult_ = Result::kSuccess;

@@ -13,7 +13,7 @@ StagingPool::~StagingPool() {
       clWaitForEvents(1, &k.lastUse);
       clReleaseEvent(k.lastUse);
     }
-    clSVMFree(context_, k.block.ptr);
+    svm_.free(k.block.ptr);
   }
 }
 
@@ -49,7 +49,7 @@ Result StagingPool::take(size_t bytes, Block* out) {
   size_t n = kMinBlockBytes;
   while (n < bytes && n <= (SIZE_MAX >> 1)) n <<= 1;
   if (n < bytes) n = bytes;
-  void* p = clSVMAlloc(context_, CL_MEM_READ_WRITE, n, 0);
+  void* p = svm_.alloc(CL_MEM_READ_WRITE, n);
   if (p == nullptr) {
     return fail(Result::kSystemError, "opencl: no %zu bytes of SVM to stage host operands; free device memory", n);
   }
@@ -66,7 +66,7 @@ void StagingPool::give(const Block& block, cl_event lastUse, cl_command_queue qu
     for (size_t i = 0; i < kept_.size(); ++i) {
       if (!idle(kept_[i])) continue;
       if (kept_[i].lastUse != nullptr) clReleaseEvent(kept_[i].lastUse);
-      clSVMFree(context_, kept_[i].block.ptr);
+      svm_.free(kept_[i].block.ptr);
       kept_.erase(kept_.begin() + static_cast<std::ptrdiff_t>(i));
       break;
     }
@@ -75,12 +75,8 @@ void StagingPool::give(const Block& block, cl_event lastUse, cl_command_queue qu
     kept_.push_back(Kept{block, lastUse});
     return;
   }
-  void* p = block.ptr;
   if (lastUse != nullptr) clReleaseEvent(lastUse);
-  if (clEnqueueSVMFree(queue, 1, &p, nullptr, nullptr, 0, nullptr, nullptr) != CL_SUCCESS) {
-    clFinish(queue);
-    clSVMFree(context_, p);
-  }
+  svm_.freeAfter(queue, block.ptr, nullptr);
 }
 
 }  // namespace mixccl::ocl

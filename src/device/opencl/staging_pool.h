@@ -10,7 +10,7 @@
 // A block goes back with the event of the last command that used it and is handed out again only
 // once that event has completed, so two queues never share a block in flight. At most kMaxBlocks
 // are kept; a block returned to a full pool whose oldest members are all still busy is freed on
-// its queue (clEnqueueSVMFree) as before.
+// after its use (SvmHeap::freeAfter).
 //
 // Thread-safety: take() and give() may be called from any thread (one mutex). The runtime's pool
 // lives as long as its context (the OpenCL runtime is a process singleton, never destroyed).
@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "src/device/opencl/svm_heap.h"
 
 namespace mixccl::ocl {
 
@@ -33,7 +34,7 @@ class StagingPool {
     size_t bytes = 0;
   };
 
-  explicit StagingPool(cl_context context) : context_(context) {}
+  explicit StagingPool(SvmHeap& svm) : svm_(svm) {}
   // Frees the kept blocks, waiting for their last uses.
   ~StagingPool();
   StagingPool(const StagingPool&) = delete;
@@ -56,7 +57,7 @@ class StagingPool {
   };
   static bool idle(const Kept& k);
 
-  cl_context context_;
+  SvmHeap& svm_;
   std::mutex mu_;
   std::vector<Kept> kept_;
 };
