@@ -33,6 +33,7 @@ enum class Knob : int {
   kChunkSize,     // MIXCCL_CHUNK_SIZE (bytes per message slot)
   kFifoDepth,     // MIXCCL_FIFO_DEPTH (slots per connection)
   kSpinCount,     // MIXCCL_SPIN_COUNT (polls before yielding the CPU)
+  kQueueDepth,    // MIXCCL_QUEUE_DEPTH (batches a communicator queues on device streams)
   kHostId,        // MIXCCL_HOST_ID (overrides the host identity)
   kDumpOnSignal,  // MIXCCL_DUMP_ON_SIGNAL (SIGUSR1 logs hang reports)
   kCommSecret,    // MIXCCL_COMM_SECRET (authenticates NCCL_COMM_ID jobs)

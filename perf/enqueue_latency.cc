@@ -9,8 +9,10 @@
 // Two modes per size:
 //  - idle:  the queue is drained (clFinish, untimed) before every timed call, so each call meets an
 //           idle engine;
-//  - burst: the calls are issued back to back and drained once at the end, so later calls meet a
-//           queue with earlier operations still pending (what a training loop does).
+//  - burst: the calls are issued back to back, so later calls meet a queue with earlier operations
+//           still pending (what a training loop does); the queue is drained (untimed) after every
+//           MIXCCL_QUEUE_DEPTH calls (the library's default, 64, when unset), since a call beyond
+//           that waits for room (src/core/engine.h) and would time the collectives, not the call.
 // Prints, per size and mode, the median, 10th/90th percentile and maximum over all ranks' calls,
 // and the median CPU time the calling thread used inside the call: on a host with fewer cores
 // than runnable threads (ranks, progress threads, a CPU device's workers) the difference is time
@@ -123,8 +125,12 @@ int main(int argc, char** argv) {
   CHECK_NCCL(-1, mixcclOpenclGetContext(&ctx, &dev));
   char devName[256] = {};
   clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof devName - 1, devName, nullptr);
-  std::printf("# enqueue_latency: %d ranks (threads) on OpenCL device '%s', %d calls per size and mode\n", nranks,
-              devName, calls);
+  const char* depthEnv = std::getenv("MIXCCL_QUEUE_DEPTH");
+  const int depth = std::max(1, depthEnv != nullptr && *depthEnv != '\0' ? std::atoi(depthEnv) : 64);
+  std::printf(
+      "# enqueue_latency: %d ranks (threads) on OpenCL device '%s', %d calls per size and mode; a burst is "
+      "drained every %d calls (MIXCCL_QUEUE_DEPTH)\n",
+      nranks, devName, calls, depth);
   std::printf("# %12s  %5s  %10s  %10s  %10s  %10s  %10s  %10s\n", "size (B)", "mode", "median(us)", "p10(us)",
               "p90(us)", "max(us)", "cpu(us)", "total(ms)");
 
@@ -158,7 +164,7 @@ int main(int argc, char** argv) {
           cpu.reserve(calls);
           const auto start = Clock::now();
           for (int i = 0; i < calls; ++i) {
-            if (!burst) CHECK_CL(rank, clFinish(q));
+            if (!burst || (i > 0 && i % depth == 0)) CHECK_CL(rank, clFinish(q));
             const double c0 = threadCpuUs();
             const auto t0 = Clock::now();
             CHECK_NCCL(rank, ncclAllReduce(buf, buf, count, ncclFloat32, ncclSum, comm, stream));

@@ -120,6 +120,7 @@ Result Engine::failure(const char* fn) {
 }
 
 Result Engine::enqueue(std::vector<std::unique_ptr<Op>> ops, bool waitDone) {
+  MIXCCL_TRY(waitForRoom("enqueue"));
   DeviceBackend* dev = comm_->backend();
   auto batch = std::make_unique<Batch>();
   // One start fence and one gate per distinct stream, in the order the streams first appear.
@@ -170,12 +171,12 @@ Result Engine::waitIdle(const char* fn) {
 // Bounded by progress: every batch fails by itself after MIXCCL_TIMEOUT without progress (or at
 // once after an abort), so the waiter only needs a backstop in case the progress thread is stuck
 // inside a backend call.
-Result Engine::waitTicket(uint64_t ticket, const char* fn) {
+template <class Done>
+Result Engine::waitUntil(std::unique_lock<std::mutex>& lk, const char* fn, Done done) {
   const auto backstop = timeoutSetting() + std::chrono::seconds(5);
-  std::unique_lock<std::mutex> lk(mu_);
   uint64_t seen = doneTicket_;
   auto lastProgress = EngineClock::now();
-  while (doneTicket_ < ticket) {
+  while (!done()) {
     if (comm_->aborted() || comm_->revoked()) {
       return fail(Result::kRemoteError, "%s: rank %d: communicator was %s while its queued work ran", fn, comm_->rank(),
                   comm_->aborted() ? "aborted" : "revoked");
@@ -191,8 +192,26 @@ Result Engine::waitTicket(uint64_t ticket, const char* fn) {
                   fn, comm_->rank(), static_cast<long long>(backstop.count()), comm_->backend()->name());
     }
   }
+  return Result::kSuccess;
+}
+
+Result Engine::waitTicket(uint64_t ticket, const char* fn) {
+  std::unique_lock<std::mutex> lk(mu_);
+  MIXCCL_TRY(waitUntil(lk, fn, [&] { return doneTicket_ >= ticket; }));
   if (failed_ != Result::kSuccess) return failure(fn);
   return Result::kSuccess;
+}
+
+// A failed or stopping engine has room: enqueue() refuses the batch right after, with the reason.
+Result Engine::waitForRoom(const char* fn) {
+  const auto depth = static_cast<size_t>(std::max<int64_t>(1, config::getInt(config::Knob::kQueueDepth)));
+  std::unique_lock<std::mutex> lk(mu_);
+  auto room = [&] { return queue_.size() < depth || stopping_ || failed_ != Result::kSuccess; };
+  if (room()) return Result::kSuccess;
+  ++roomWaiters_;
+  Result r = waitUntil(lk, fn, room);
+  --roomWaiters_;
+  return r;
 }
 
 void Engine::stop() {
@@ -223,6 +242,7 @@ void Engine::run() {
       queue_.pop_front();
       running_ = true;
       prior = failed_;
+      if (roomWaiters_ > 0) cv_.notify_all();
     }
     Result r = prior;
     std::string message;

@@ -341,6 +341,81 @@ TEST(EngineTest, AbortWhileQueuedBehindBlockedStream) {
   });
 }
 
+// MIXCCL_QUEUE_DEPTH bounds the queue (engine.h): behind a held stream, the progress thread holds
+// one batch and the queue two more; the next call waits for room, and every call completes, exactly,
+// once the stream moves on.
+TEST(EngineTest, AFullQueueMakesTheNextCallWaitForRoom) {
+  EnvGuard depth("MIXCCL_QUEUE_DEPTH", "2");
+  constexpr int kRanks = 2;
+  constexpr int kCalls = 5;
+  AsyncRanks ranks(kRanks);
+  ASSERT_TRUE(ranks.ok());
+  ranks.run([&](int r) {
+    AsyncBackend& be = ranks.backend(r);
+    UserStream s{be.makeStream()};
+    std::vector<std::vector<float>> bufs(kCalls, std::vector<float>(1000, static_cast<float>(r + 1)));
+    Latch producer;
+    s->enqueue([&] { EXPECT_TRUE(producer.wait()); });
+    std::atomic<int> returned{0};
+    std::thread caller([&] {
+      for (auto& b : bufs) {
+        EXPECT_EQ(ncclAllReduce(b.data(), b.data(), b.size(), ncclFloat32, ncclSum, ranks.comm(r), s), ncclSuccess)
+            << ncclGetLastError(nullptr);
+        ++returned;
+      }
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    // Three return (one running, two queued), or two while the first waits to be taken.
+    EXPECT_GE(returned.load(), 2);
+    EXPECT_LE(returned.load(), 3) << "the queue took more than MIXCCL_QUEUE_DEPTH batches";
+    producer.open();
+    caller.join();
+    EXPECT_EQ(returned.load(), kCalls);
+    ASSERT_TRUE(s->sync());
+    for (const auto& b : bufs) ASSERT_EQ(b[999], 3.0f);
+    EXPECT_EQ(be.gatesHeld(), kCalls);
+    EXPECT_EQ(be.gatesReleased(), kCalls);
+  });
+}
+
+// A call that waits for room ends when another thread aborts the communicator (within 1 s), and
+// the stream still moves on.
+TEST(EngineTest, AbortEndsACallWaitingForRoom) {
+  EnvGuard depth("MIXCCL_QUEUE_DEPTH", "1");
+  EnvGuard timeout("MIXCCL_TIMEOUT", "60");
+  constexpr int kRanks = 2;
+  AsyncRanks ranks(kRanks);
+  ASSERT_TRUE(ranks.ok());
+  ranks.run([&](int r) {
+    AsyncBackend& be = ranks.backend(r);
+    UserStream s{be.makeStream()};
+    std::vector<std::vector<float>> bufs(4, std::vector<float>(1000, 1.0f));
+    Latch producer;
+    s->enqueue([&] { EXPECT_TRUE(producer.wait()); });
+    std::atomic<int> returned{0};
+    ncclResult_t last = ncclSuccess;
+    std::thread caller([&] {
+      for (auto& b : bufs) {
+        last = ncclAllReduce(b.data(), b.data(), b.size(), ncclFloat32, ncclSum, ranks.comm(r), s);
+        ++returned;
+        if (last != ncclSuccess) return;
+      }
+    });
+    const auto until = Clock::now() + std::chrono::seconds(5);
+    while (returned.load() < 2 && Clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the next call is waiting for room
+    const auto t0 = Clock::now();
+    ranks.abort(r);
+    caller.join();
+    const auto took = Clock::now() - t0;
+    EXPECT_LT(took, std::chrono::seconds(1)) << "abort and the waiting call took " << ms(took) << " ms";
+    EXPECT_NE(last, ncclSuccess) << "the call waiting for room did not fail after the abort";
+    producer.open();
+    EXPECT_TRUE(s->sync(std::chrono::seconds(10)));
+    EXPECT_EQ(be.gatesHeld(), be.gatesReleased());
+  });
+}
+
 // ncclCommRevoke from another thread fails queued work the same way, and the communicator can
 // still be destroyed.
 TEST(EngineTest, RevokeFailsQueuedWork) {

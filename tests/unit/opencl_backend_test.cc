@@ -376,30 +376,37 @@ TEST_F(OpenclBackendTest, CheckStreamRemembersAcceptedQueuesWithinABound) {
   clReleaseCommandQueue(last);
 }
 
+// An in-order queue (the start marker also waits on a permit the first query grants) and an
+// out-of-order one (a plain marker).
 TEST_F(OpenclBackendTest, MarkStartWaitsForEarlierUserWork) {
-  cl_command_queue uq = newUserQueue();
   cl_int err = CL_SUCCESS;
-  // The user's "kernel producing the send buffer": a barrier on a user event we control.
-  cl_event producer = clCreateUserEvent(dev_->context(), &err);
+  const cl_queue_properties outOfOrder[] = {CL_QUEUE_PROPERTIES, CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, 0};
+  cl_command_queue ooq = clCreateCommandQueueWithProperties(dev_->context(), dev_->device(), outOfOrder, &err);
   ASSERT_EQ(err, CL_SUCCESS);
-  ASSERT_EQ(clEnqueueBarrierWithWaitList(uq, 1, &producer, nullptr), CL_SUCCESS);
-  Fence* start = nullptr;
-  ASSERT_EQ(dev_->markStart(uq, &start), Result::kSuccess) << lastError();
-  ASSERT_NE(start, nullptr);
-  for (int i = 0; i < 20; ++i) {
-    EXPECT_EQ(dev_->query(start), Result::kInProgress);
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  for (cl_command_queue q : {newUserQueue(), ooq}) {
+    // The user's "kernel producing the send buffer": a barrier on a user event we control.
+    cl_event producer = clCreateUserEvent(dev_->context(), &err);
+    ASSERT_EQ(err, CL_SUCCESS);
+    ASSERT_EQ(clEnqueueBarrierWithWaitList(q, 1, &producer, nullptr), CL_SUCCESS);
+    Fence* start = nullptr;
+    ASSERT_EQ(dev_->markStart(q, &start), Result::kSuccess) << lastError();
+    ASSERT_NE(start, nullptr);
+    for (int i = 0; i < 20; ++i) {
+      EXPECT_EQ(dev_->query(start), Result::kInProgress);
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    ASSERT_EQ(clSetUserEventStatus(producer, CL_COMPLETE), CL_SUCCESS);
+    EXPECT_EQ(pollFence(dev_, start, std::chrono::seconds(10)), Result::kSuccess);
+    dev_->releaseFence(start);
+    clReleaseEvent(producer);
+    clReleaseCommandQueue(q);
   }
-  ASSERT_EQ(clSetUserEventStatus(producer, CL_COMPLETE), CL_SUCCESS);
-  EXPECT_EQ(pollFence(dev_, start, std::chrono::seconds(10)), Result::kSuccess);
-  dev_->releaseFence(start);
-  clReleaseEvent(producer);
 
   // NULL stream: an already signalled (null) fence.
+  Fence* start = nullptr;
   ASSERT_EQ(dev_->markStart(nullptr, &start), Result::kSuccess);
   EXPECT_EQ(dev_->query(start), Result::kSuccess);
   dev_->releaseFence(start);
-  clReleaseCommandQueue(uq);
 }
 
 TEST_F(OpenclBackendTest, HoldStreamBlocksLaterUserWorkUntilReleased) {

@@ -645,7 +645,9 @@ Result OpenclBackend::markStart(void* stream, Fence** fence) {
   // in-order queue the marker follows the earlier commands anyway, so it may also wait on a user
   // event that the progress thread completes on its first query: then nothing is ready here and
   // the run happens there. An out-of-order queue needs the empty wait list ("all earlier
-  // commands"), so it keeps the plain marker.
+  // commands"), so it keeps the plain marker. (On an H100 the plain marker made a 2-rank 8 B
+  // all-reduce slower, 515-566 us against 305-318 with 20 calls queued, so every in-order queue
+  // keeps the permit.)
   cl_command_queue_properties props = 0;
   cl_int err = clGetCommandQueueInfo(q, CL_QUEUE_PROPERTIES, sizeof(props), &props, nullptr);
   if (err != CL_SUCCESS) return clFail(err, "clGetCommandQueueInfo (markStart)");
