@@ -67,8 +67,8 @@ constexpr KnobDecl kTable[] = {
     {Knob::kSpinCount, "MIXCCL_SPIN_COUNT", Type::kInt, "-1",
      "polls of an idle wait before yielding the CPU; -1 = automatic (long when every local rank has a core)"},
     {Knob::kQueueDepth, "MIXCCL_QUEUE_DEPTH", Type::kInt, "64",
-     "collectives (groups count once) a communicator holds queued on device streams; a further call waits "
-     "for room, as a full CUDA launch queue blocks the host"},
+     "collectives on device streams (a group counts once) that may wait in a communicator's queue besides the "
+     "one its progress thread runs; a further call waits for room, as a full CUDA launch queue blocks the host"},
     {Knob::kHostId, "MIXCCL_HOST_ID", Type::kString, "",
      "host identity used to decide which ranks share memory (default: hostname + boot id)"},
     {Knob::kDumpOnSignal, "MIXCCL_DUMP_ON_SIGNAL", Type::kBool, "0",

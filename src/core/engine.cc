@@ -120,7 +120,6 @@ Result Engine::failure(const char* fn) {
 }
 
 Result Engine::enqueue(std::vector<std::unique_ptr<Op>> ops, bool waitDone) {
-  MIXCCL_TRY(waitForRoom("enqueue"));
   DeviceBackend* dev = comm_->backend();
   auto batch = std::make_unique<Batch>();
   // One start fence and one gate per distinct stream, in the order the streams first appear.
@@ -202,7 +201,6 @@ Result Engine::waitTicket(uint64_t ticket, const char* fn) {
   return Result::kSuccess;
 }
 
-// A failed or stopping engine has room: enqueue() refuses the batch right after, with the reason.
 Result Engine::waitForRoom(const char* fn) {
   const auto depth = static_cast<size_t>(std::max<int64_t>(1, config::getInt(config::Knob::kQueueDepth)));
   std::unique_lock<std::mutex> lk(mu_);
@@ -212,6 +210,11 @@ Result Engine::waitForRoom(const char* fn) {
   Result r = waitUntil(lk, fn, room);
   --roomWaiters_;
   return r;
+}
+
+int Engine::waitingForRoom() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return roomWaiters_;
 }
 
 void Engine::stop() {

@@ -8,7 +8,8 @@
 // not NULL; every other operation runs on the calling thread (executor.h). A queued call takes
 // the start fence (markStart) and the completion gate (holdStream) of its stream, pushes a Batch
 // (the operations of one call, or all operations of this communicator in one ncclGroupEnd) and
-// returns. One progress thread per communicator pops batches in order, waits for their start
+// returns; when MIXCCL_QUEUE_DEPTH batches already wait, the call first waits for room
+// (waitForRoom). One progress thread per communicator pops batches in order, waits for their start
 // fences, runs their steps with the executor (device work on a work queue per user stream, each
 // step two-phase: issued, then committed once its fence signals) and releases their gates.
 //
@@ -59,17 +60,27 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
 
   // Takes the gates of every stream of `ops` (all of this communicator, already issued: seq and
-  // stamp set) and queues them as one batch. Never waits for the network. On failure nothing is
-  // queued and every gate taken is released again. With `waitDone`, returns only once the batch
+  // stamp set) and queues them as one batch. Never waits for the network, nor for room: the
+  // caller waited for room (waitForRoom) before it took the sequence numbers, and only the
+  // holder of the caller slot enqueues, so the room is still there. On failure nothing is queued
+  // and every gate taken is released again. With `waitDone`, returns only once the batch
   // finished (a group that also holds NULL-stream operations: those complete at return).
-  // The queue is bounded (MIXCCL_QUEUE_DEPTH batches, default 64): when it is full, the call
-  // first waits for room, as a full launch queue blocks a CUDA host thread. Every queued call
+  Result enqueue(std::vector<std::unique_ptr<Op>> ops, bool waitDone);
+
+  // Waits until fewer than MIXCCL_QUEUE_DEPTH batches (default 64) wait behind the one the
+  // progress thread runs, as a full launch queue blocks a CUDA host thread; a stopping or failed
+  // engine has room (enqueue then refuses, with the reason). Called before a call takes its
+  // sequence numbers, so a failed wait leaves the rank in step with its peers. It fails like
+  // waitIdle (abort, revoke, no batch finished for MIXCCL_TIMEOUT + 5 s); with a non-blocking
+  // communicator too, the call may wait that long. Every queued call
   // keeps two commands waiting on user events in the user's queue, and NVIDIA's OpenCL driver
   // takes time in proportion to them for every later command (about 400 us per enqueue with
   // 1,000 waiting, against 14 with 100). H100, 2-rank 8 B all-reduce with n calls queued at once:
   // unbounded 277 us (n = 20) to 24 ms (n = 500); depth 256: 0.85-4.3 ms (n = 1,000); depth 64:
-  // 0.32-0.41 ms at n = 300 and 1,000. The wait fails like waitIdle's (abort, revoke, no progress).
-  Result enqueue(std::vector<std::unique_ptr<Op>> ops, bool waitDone);
+  // 0.32-0.41 ms at n = 300 and 1,000.
+  Result waitForRoom(const char* fn);
+  // Callers inside waitForRoom (tests).
+  int waitingForRoom() const;
 
   // Waits until every queued batch finished. The queue's failure if one failed; kRemoteError
   // after an abort/revoke, or when no batch finished for MIXCCL_TIMEOUT plus a margin.
@@ -101,7 +112,6 @@ class Engine {
   void quiesce();
   void releaseHolds(std::vector<Hold>& holds);
   Result waitTicket(uint64_t ticket, const char* fn);
-  Result waitForRoom(const char* fn);
   // Waits on cv_ (lk held) until `done()`: kRemoteError after an abort/revoke, or when no batch
   // finished for MIXCCL_TIMEOUT plus a margin. The caller reads failed_ afterwards.
   template <class Done>

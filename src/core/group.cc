@@ -111,6 +111,10 @@ Result runOps(std::vector<std::unique_ptr<Op>>& ops, bool callHolds) {
   auto queued = [&](Communicator* c) {
     return std::find_if(comms.begin(), comms.end(), [&](const auto& e) { return e.first == c; })->second;
   };
+  // Room in every queue first: once sequence numbers are taken, the operations must go out.
+  for (auto& [comm, isAsync] : comms) {
+    if (isAsync) MIXCCL_TRY(comm->engine()->waitForRoom("ncclGroupEnd"));
+  }
   for (auto& op : ops) {
     op->seq = op->comm->nextSeq(op->kind, op->root);
     op->stamp = opStamp(*op);

@@ -5,6 +5,8 @@
 // stream return before the work that produces their input ran; work enqueued after them waits for
 // them; every failure (mismatch, abort, deadline, a peer that left) releases the streams.
 
+#include "src/core/engine.h"
+
 #include <gtest/gtest.h>
 #include <nccl.h>
 
@@ -357,17 +359,22 @@ TEST(EngineTest, AFullQueueMakesTheNextCallWaitForRoom) {
     Latch producer;
     s->enqueue([&] { EXPECT_TRUE(producer.wait()); });
     std::atomic<int> returned{0};
+    ncclComm_t comm = ranks.comm(r);
     std::thread caller([&] {
       for (auto& b : bufs) {
-        EXPECT_EQ(ncclAllReduce(b.data(), b.data(), b.size(), ncclFloat32, ncclSum, ranks.comm(r), s), ncclSuccess)
+        EXPECT_EQ(ncclAllReduce(b.data(), b.data(), b.size(), ncclFloat32, ncclSum, comm, s), ncclSuccess)
             << ncclGetLastError(nullptr);
         ++returned;
       }
     });
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    // Three return (one running, two queued), or two while the first waits to be taken.
-    EXPECT_GE(returned.load(), 2);
-    EXPECT_LE(returned.load(), 3) << "the queue took more than MIXCCL_QUEUE_DEPTH batches";
+    // Three return (one running, two queued); the fourth waits for room.
+    Engine* engine = comm->impl->engine();
+    const auto until = Clock::now() + std::chrono::seconds(10);
+    while ((engine->pending() < 3 || engine->waitingForRoom() == 0) && Clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    EXPECT_EQ(engine->waitingForRoom(), 1);
+    EXPECT_EQ(returned.load(), 3) << "the queue took more or fewer than MIXCCL_QUEUE_DEPTH batches";
     producer.open();
     caller.join();
     EXPECT_EQ(returned.load(), kCalls);
@@ -394,22 +401,28 @@ TEST(EngineTest, AbortEndsACallWaitingForRoom) {
     s->enqueue([&] { EXPECT_TRUE(producer.wait()); });
     std::atomic<int> returned{0};
     ncclResult_t last = ncclSuccess;
+    ncclComm_t comm = ranks.comm(r);
+    Engine* engine = comm->impl->engine();
     std::thread caller([&] {
       for (auto& b : bufs) {
-        last = ncclAllReduce(b.data(), b.data(), b.size(), ncclFloat32, ncclSum, ranks.comm(r), s);
+        last = ncclAllReduce(b.data(), b.data(), b.size(), ncclFloat32, ncclSum, comm, s);
         ++returned;
         if (last != ncclSuccess) return;
       }
     });
-    const auto until = Clock::now() + std::chrono::seconds(5);
-    while (returned.load() < 2 && Clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the next call is waiting for room
+    // One batch runs (its start never comes), one waits in the queue, the third call waits for room.
+    const auto until = Clock::now() + std::chrono::seconds(10);
+    while ((engine->pending() < 2 || engine->waitingForRoom() == 0) && Clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    EXPECT_EQ(engine->waitingForRoom(), 1) << "no call waited for room";
+    EXPECT_EQ(returned.load(), 2);
     const auto t0 = Clock::now();
     ranks.abort(r);
     caller.join();
     const auto took = Clock::now() - t0;
     EXPECT_LT(took, std::chrono::seconds(1)) << "abort and the waiting call took " << ms(took) << " ms";
-    EXPECT_NE(last, ncclSuccess) << "the call waiting for room did not fail after the abort";
+    EXPECT_EQ(last, ncclRemoteError) << "the call waiting for room did not fail with the abort";
     producer.open();
     EXPECT_TRUE(s->sync(std::chrono::seconds(10)));
     EXPECT_EQ(be.gatesHeld(), be.gatesReleased());

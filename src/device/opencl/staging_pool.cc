@@ -60,7 +60,7 @@ Result StagingPool::take(size_t bytes, Block* out) {
 void StagingPool::give(const Block& block, cl_event lastUse, cl_command_queue queue) {
   if (block.ptr == nullptr) return;
   if (lastUse != nullptr) clRetainEvent(lastUse);
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   if (kept_.size() >= kMaxBlocks) {
     // Make room by freeing an idle block; with none idle, this one is freed after its use.
     for (size_t i = 0; i < kept_.size(); ++i) {
@@ -75,6 +75,7 @@ void StagingPool::give(const Block& block, cl_event lastUse, cl_command_queue qu
     kept_.push_back(Kept{block, lastUse});
     return;
   }
+  lock.unlock();  // freeAfter may wait for the queue: not while other ranks need the pool
   if (lastUse != nullptr) clReleaseEvent(lastUse);
   svm_.freeAfter(queue, block.ptr, nullptr);
 }

@@ -9,7 +9,7 @@
 //
 // A block goes back with the event of the last command that used it and is handed out again only
 // once that event has completed, so two queues never share a block in flight. At most kMaxBlocks
-// are kept; a block returned to a full pool whose oldest members are all still busy is freed on
+// are kept; a block returned to a full pool whose oldest members are all still busy is freed
 // after its use (SvmHeap::freeAfter).
 //
 // Thread-safety: take() and give() may be called from any thread (one mutex). The runtime's pool

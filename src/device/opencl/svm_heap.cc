@@ -36,6 +36,11 @@ void SvmHeap::reapLocked() {
 void* SvmHeap::alloc(cl_svm_mem_flags flags, size_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   reapLocked();
+  void* p = clSVMAlloc(context_, flags, bytes, 0);
+  if (p != nullptr || pending_.empty()) return p;
+  // Memory that waits for its queue may be what is missing: wait for it, then try once more.
+  for (Pending& q : pending_) clWaitForEvents(1, &q.marker);
+  reapLocked();
   return clSVMAlloc(context_, flags, bytes, 0);
 }
 

@@ -35,7 +35,8 @@ class SvmHeap {
   SvmHeap(const SvmHeap&) = delete;
   SvmHeap& operator=(const SvmHeap&) = delete;
 
-  // clSVMAlloc (alignment: the implementation's default); null when the device has no memory.
+  // clSVMAlloc (alignment: the implementation's default); null when the device has no memory,
+  // also after waiting for the memory freeAfter() still holds.
   void* alloc(cl_svm_mem_flags flags, size_t bytes);
   // clSVMFree now: the caller knows no command uses `p` any more. Null is ignored.
   void free(void* p);
