@@ -86,10 +86,12 @@ cmake -S . -B "$BUILD_DIR" -G Ninja -DMIXCCL_BUILD_TORCH=OFF -DCMAKE_BUILD_TYPE=
 cmake --build "$BUILD_DIR" -j"$(nproc)" --target "${targets[@]}"
 
 # Every report is fatal (the process exits non-zero, so its test fails); reports go to stderr,
-# which ctest prints for failed tests. No suppressions: nothing third-party has reported.
+# which ctest prints for failed tests. The only suppressions are leaks inside POCL's compiler
+# (scripts/lsan.supp), reported by any test process that compiles an OpenCL kernel.
 # allocator_may_return_null=1: HostBackendTest.HugeAllocationFailsWithSystemError asks for 2^63
 # bytes and checks that alloc fails cleanly; the sanitizer allocators would abort instead.
 export ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:allocator_may_return_null=1:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1
+export LSAN_OPTIONS=suppressions=$PWD/scripts/lsan.supp:print_suppressions=0
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:allocator_may_return_null=1
 
