@@ -360,6 +360,7 @@ TEST(EngineTest, AFullQueueMakesTheNextCallWaitForRoom) {
     s->enqueue([&] { EXPECT_TRUE(producer.wait()); });
     std::atomic<int> returned{0};
     ncclComm_t comm = ranks.comm(r);
+    Engine* engine = comm->impl->engine();  // created here, before the calls (it is made on first use)
     std::thread caller([&] {
       for (auto& b : bufs) {
         EXPECT_EQ(ncclAllReduce(b.data(), b.data(), b.size(), ncclFloat32, ncclSum, comm, s), ncclSuccess)
@@ -368,7 +369,6 @@ TEST(EngineTest, AFullQueueMakesTheNextCallWaitForRoom) {
       }
     });
     // Three return (one running, two queued); the fourth waits for room.
-    Engine* engine = comm->impl->engine();
     const auto until = Clock::now() + std::chrono::seconds(10);
     while ((engine->pending() < 3 || engine->waitingForRoom() == 0) && Clock::now() < until) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -402,7 +402,7 @@ TEST(EngineTest, AbortEndsACallWaitingForRoom) {
     std::atomic<int> returned{0};
     ncclResult_t last = ncclSuccess;
     ncclComm_t comm = ranks.comm(r);
-    Engine* engine = comm->impl->engine();
+    Engine* engine = comm->impl->engine();  // created here, before the calls (it is made on first use)
     std::thread caller([&] {
       for (auto& b : bufs) {
         last = ncclAllReduce(b.data(), b.data(), b.size(), ncclFloat32, ncclSum, comm, s);
