@@ -343,6 +343,14 @@ TEST(EngineTest, AbortWhileQueuedBehindBlockedStream) {
   });
 }
 
+// Waits (bounded) until `engine` holds `batches` (running and queued) and a call waits for room.
+void waitForAFullQueue(const Engine* engine, size_t batches) {
+  const auto until = Clock::now() + std::chrono::seconds(10);
+  while ((engine->pending() < batches || engine->waitingForRoom() == 0) && Clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
 // MIXCCL_QUEUE_DEPTH bounds the queue (engine.h): behind a held stream, the progress thread holds
 // one batch and the queue two more; the next call waits for room, and every call completes, exactly,
 // once the stream moves on.
@@ -369,10 +377,7 @@ TEST(EngineTest, AFullQueueMakesTheNextCallWaitForRoom) {
       }
     });
     // Three return (one running, two queued); the fourth waits for room.
-    const auto until = Clock::now() + std::chrono::seconds(10);
-    while ((engine->pending() < 3 || engine->waitingForRoom() == 0) && Clock::now() < until) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
+    waitForAFullQueue(engine, 3);
     EXPECT_EQ(engine->waitingForRoom(), 1);
     EXPECT_EQ(returned.load(), 3) << "the queue took more or fewer than MIXCCL_QUEUE_DEPTH batches";
     producer.open();
@@ -411,10 +416,7 @@ TEST(EngineTest, AbortEndsACallWaitingForRoom) {
       }
     });
     // One batch runs (its start never comes), one waits in the queue, the third call waits for room.
-    const auto until = Clock::now() + std::chrono::seconds(10);
-    while ((engine->pending() < 2 || engine->waitingForRoom() == 0) && Clock::now() < until) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
+    waitForAFullQueue(engine, 2);
     EXPECT_EQ(engine->waitingForRoom(), 1) << "no call waited for room";
     EXPECT_EQ(returned.load(), 2);
     const auto t0 = Clock::now();

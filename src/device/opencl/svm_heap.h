@@ -12,7 +12,7 @@
 // allocation takes milliseconds on that driver and reduce() reuses its blocks (staging_pool.h).
 //
 // Frees that must wait for commands (clEnqueueSVMFree would free on a driver thread, outside the
-// lock) are kept as (pointer, marker event) and freed by a later alloc() or free() once the event
+// lock) are kept as (pointer, marker event) and freed by a later call of the heap once the event
 // has completed.
 //
 // Thread-safety: every member may be called from any thread (one mutex, taken only inside a call
