@@ -35,7 +35,7 @@ Result failV(Result code, const char* fmt, va_list ap);
 
 // While one is alive on a thread, fail() there neither records nor logs at WARN (it logs at
 // INFO): for advisory work whose failure is expected and harmless, such as a probe to a peer
-// that already left (executor.cc). Nests.
+// that already left (src/core/stream_checks.cc). Nests.
 class QuietFailures {
  public:
   QuietFailures();

@@ -106,7 +106,7 @@ class Communicator {
   Result recvConnection(int peer, int lane, RecvConnection** out);
   // Creates the receiving end of `lane` from every peer, as far as it can (best effort, quietly:
   // a lane that cannot be created is left out). For the mismatch look of a long stall and for
-  // finalize (executor.cc, finalize.cc): where a receiver creates its lane (shm), a peer sending
+  // finalize (stream_checks.cc, finalize.cc): where a receiver creates its lane (shm), a peer sending
   // what no schedule of this rank reads waits for that lane until this is called. Never blocks.
   // Such lanes are opened only to look (Transport::connectRecvToLook: on shm a page or two each
   // instead of the slots' reserved memory); recvConnection() completes one when a step needs it.

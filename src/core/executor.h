@@ -65,6 +65,8 @@ class Stream {
   // `failure` of progress(), or the mismatch that explains it (a peer of the operation sent a
   // message of another operation before the link broke).
   Result preferMismatch(Result failure);
+  // kRemoteError, naming this stream's wait, once its communicator is aborted or revoked.
+  Result checkFlags() const;
   // This stream's progress hangs on device work that runs on the host's own cores
   // (kCapSharesHostCores): its own steps' or, through their messages, its peers'. Its waiter must
   // not spin (runStreams' back-off): a spinning poller takes the cores that work needs.

@@ -254,7 +254,7 @@ TEST_P(MismatchTest, RootsAllWaiting) {
 // rank 1's schedule never reads from the root, so on shm (where the receiver creates a lane) the
 // root waits to send, and the others wait for the root or for rank 1. Each rank's evidence sits
 // on a lane its own operation never opens; the stuck ranks open the lanes from every peer after a
-// long stall (executor.cc, openAllLanes) and find it. Before, all waited for MIXCCL_TIMEOUT.
+// long stall (stream_checks.cc, openAllLanes) and find it. Before, all waited for MIXCCL_TIMEOUT.
 TEST_P(MismatchTest, OtherRootAtFirstCall) {
   const int n = GetParam().nranks;
   check(

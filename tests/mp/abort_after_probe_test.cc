@@ -6,7 +6,7 @@
 // point-to-point lane (its transport accepts rank 0's probe meanwhile) until a second thread
 // aborts its communicator, 1 s in; then it stays alive for 6 s, so neither a closed lane from
 // it nor its pid tells rank 0 anything. Only a later probe, refused by the lane rank 0 opened to
-// it, does (executor.cc, sendProbes). The fault trials met this on RDMA: a survivor waited 13 s.
+// it, does (stream_checks.cc, sendProbes). The fault trials met this on RDMA: a survivor waited 13 s.
 
 #include <gtest/gtest.h>
 #include <nccl.h>

@@ -3,7 +3,7 @@
 // Two ranks that each pass themselves as a broadcast's root, over TCP, with more data than the
 // kernel buffers between them: each root's steps are done and its call waits for its data to
 // leave, which the other root, waiting the same way, never reads. The owed closing token's lane
-// is read while it waits (src/core/executor.cc, checkOwedWhileFlushing), so a rank reports the
+// is read while it waits (src/core/stream_checks.cc, checkOwedWhileFlushing), so a rank reports the
 // mismatch long before MIXCCL_TIMEOUT. Ranks as processes: each has its own kernel buffers, as in
 // a real job (found by tests/fault/fault_trials --transport tcp --seed 1795654397, trial 8).
 

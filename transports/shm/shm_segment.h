@@ -119,7 +119,7 @@ class ShmMapping {
   // (only the header and lines are touched) until reservePages(): a lane opened only to look at
   // what a peer sent costs a page or two, not depth x slotBytes. Until then a sender that writes
   // its slots while /dev/shm is full gets SIGBUS; such a lane only carries a mismatched call's
-  // message (src/core/executor.cc, openAllLanes), until a step uses it and reserves it.
+  // message (src/core/stream_checks.cc, openAllLanes), until a step uses it and reserves it.
   static Result create(const std::string& name, uint32_t depth, size_t slotBytes, int srcRank, bool reserve,
                        ShmMapping* out);
   // Reserves the pages of a segment created without `reserve`; a no-op otherwise.
