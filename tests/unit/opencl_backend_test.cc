@@ -24,6 +24,7 @@ TEST(OpenclBackend, NotBuilt) { GTEST_SKIP() << "mixccl was built without OpenCL
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -33,6 +34,7 @@ TEST(OpenclBackend, NotBuilt) { GTEST_SKIP() << "mixccl was built without OpenCL
 #include "src/device/device_backend.h"
 #include "src/device/host/reduce_kernels.h"
 #include "src/device/opencl/opencl_backend.h"
+#include "src/device/opencl/opencl_kernels.h"
 #include "src/device/opencl/staging_pool.h"
 #include "src/device/opencl/svm_heap.h"
 #include "tests/support/device_values.h"
@@ -90,6 +92,32 @@ class OpenclBackendTest : public ::testing::Test {
   static inline DeviceBackend* backend_ = nullptr;
   OpenclBackend* dev_ = nullptr;
 };
+
+// Every count is covered exactly, in at most two launches, with three work-group sizes in all:
+// POCL compiles a kernel once per work-group size it meets (opencl_kernels.h).
+TEST(OpenclLaunchShape, EveryCountIsCoveredWithThreeWorkGroupSizesInAll) {
+  std::set<size_t> locals;
+  std::vector<size_t> counts;
+  for (size_t n = 1; n <= 5000; ++n) counts.push_back(n);
+  for (size_t n : {size_t{131072}, size_t{131072 + 63}, size_t{786437}, size_t{1} << 40}) counts.push_back(n);
+  for (size_t n : counts) {
+    const ocl::LaunchShape s = ocl::launchShape(n);
+    ASSERT_EQ(s.body.global + s.rest.global, n) << n;
+    ASSERT_EQ(s.body.offset, 0u) << n;
+    if (s.body.global > 0) {
+      ASSERT_EQ(s.body.global % s.body.local, 0u) << n;
+      locals.insert(s.body.local);
+    }
+    if (s.rest.global > 0) {
+      ASSERT_LT(s.rest.global, 64u) << n;
+      ASSERT_EQ(s.rest.offset, s.body.global) << n;
+      ASSERT_EQ(s.rest.local, 1u) << n;
+      locals.insert(s.rest.local);
+    }
+  }
+  EXPECT_EQ(locals, (std::set<size_t>{1, 64, 256}));
+  EXPECT_EQ(ocl::launchShape(131072).body.local, 256u);
+}
 
 TEST_F(OpenclBackendTest, IdentityAndCaps) {
   EXPECT_STREQ(dev_->name(), "opencl");

@@ -59,20 +59,25 @@ struct OclRegistration {
 };
 
 // Kernels run one work-item per element and do not check their index (a check keeps POCL from
-// vectorising them, opencl_kernels.cc), so a launch covers exactly n items: a body of a multiple of
-// this, for which the implementation can pick a good work-group size, and the rest as a second
-// launch at that global offset.
-constexpr size_t kBodyMultiple = 64;
+// vectorising them, opencl_kernels.cc), so a launch covers exactly n items, in the parts and
+// work-group sizes of ocl::launchShape. A kernel whose work-group limit on this device is below
+// the fixed size (a GPU kernel short of registers) is launched with the size left to the device.
+cl_int enqueuePart(cl_command_queue q, cl_kernel k, const ocl::LaunchPart& part, cl_event* ev) {
+  const size_t* offset = part.offset == 0 ? nullptr : &part.offset;
+  const cl_int err = clEnqueueNDRangeKernel(q, k, 1, offset, &part.global, &part.local, 0, nullptr, ev);
+  if (err != CL_INVALID_WORK_GROUP_SIZE) return err;
+  return clEnqueueNDRangeKernel(q, k, 1, offset, &part.global, nullptr, 0, nullptr, ev);
+}
 
 // `ev` (may be null) receives the event of the last launch.
 cl_int enqueueExact(cl_command_queue q, cl_kernel k, size_t n, cl_event* ev) {
-  const size_t body = n / kBodyMultiple * kBodyMultiple;
-  const size_t rest = n - body;
-  if (body > 0) {
-    const cl_int err = clEnqueueNDRangeKernel(q, k, 1, nullptr, &body, nullptr, 0, nullptr, rest > 0 ? nullptr : ev);
-    if (err != CL_SUCCESS || rest == 0) return err;
+  const ocl::LaunchShape shape = ocl::launchShape(n);
+  const bool rest = shape.rest.global > 0;
+  if (shape.body.global > 0) {
+    const cl_int err = enqueuePart(q, k, shape.body, rest ? nullptr : ev);
+    if (err != CL_SUCCESS || !rest) return err;
   }
-  return clEnqueueNDRangeKernel(q, k, 1, &body, &rest, nullptr, 0, nullptr, ev);
+  return enqueuePart(q, k, shape.rest, ev);
 }
 
 Result clFail(cl_int err, const char* what) {

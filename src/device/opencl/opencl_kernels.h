@@ -17,6 +17,8 @@
 //     whether a second store happens, never what is computed).
 //   copy_bytes(dst, dOff, src, sOff, ulong n)
 
+#include <cstddef>
+
 #include "common/types.h"
 
 namespace mixccl::ocl {
@@ -46,5 +48,23 @@ enum ReduceArg : unsigned {
   kArgDst2Off,
   kArgDual,
 };
+
+// How a kernel of n work-items (one per element, no range check) is launched: a body of a
+// multiple of 64 items and the rest at that offset, each with a fixed work-group size. POCL
+// compiles a work-group function for every work-group size it meets, 20-50 ms each (more for the
+// reduce kernels) the first time on a machine, and left to choose it picks one per global size:
+// every new message size stalled its first collective and every test process that met one. Fixed
+// sizes leave at most three per kernel: 256 (a body of a multiple of 256; as fast as POCL's own
+// choice at 128K items), 64 (other bodies) and 1 (the rest, under 64 items).
+struct LaunchPart {
+  size_t offset = 0;
+  size_t global = 0;  // 0: no such part
+  size_t local = 0;
+};
+struct LaunchShape {
+  LaunchPart body;
+  LaunchPart rest;
+};
+LaunchShape launchShape(size_t n);
 
 }  // namespace mixccl::ocl
