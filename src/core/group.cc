@@ -40,13 +40,31 @@ struct ThreadGroup {
   std::vector<Op*> sync;                              // runOps
   std::vector<Stream> streams;                        // runOps
   std::vector<std::unique_ptr<Op>> single;            // submit outside a group
-  // The operation of the last call outside a group that ran here, for the next call (newOp()).
-  // It keeps its schedule: a repeated call finds the same one, and handing it over keeps the
-  // reference count, and its two locked instructions, out of the call.
-  std::unique_ptr<Op> spare;
+  std::vector<std::unique_ptr<Op>> ending;            // finish: the operations of the group it ends
+  // Operations that ran here, for the next calls (newOp(), recycle()): a group of sends and
+  // receives allocated and freed one per call before. Each keeps its schedule: a repeated call
+  // finds the same one, and handing it over keeps the reference count, and its two locked
+  // instructions, out of the call. newOp() takes the last one given back, so a group repeated
+  // in the same order gets each operation's own (recycle gives a group's back in reverse).
+  std::vector<std::unique_ptr<Op>> spares;
 };
 ThreadGroup& threadGroup() { return PerThread<ThreadGroup>::get(); }
 GroupState& state() { return threadGroup().group; }
+
+// At most this many spare operations per thread: a group's worth of sends and receives; the
+// schedules they keep stay bounded with them.
+constexpr size_t kMaxSpareOps = 16;
+
+// Keeps `op`, which ran on this thread, for newOp(): back to a new operation's state but for its
+// schedule (its scratch memory returns to the pool now).
+void recycle(std::unique_ptr<Op> op, std::vector<std::unique_ptr<Op>>& spares) {
+  if (op == nullptr || spares.size() >= kMaxSpareOps) return;
+  std::shared_ptr<const algo::Schedule> schedule = std::move(op->schedule);
+  op->~Op();
+  new (op.get()) Op();
+  op->schedule = std::move(schedule);
+  spares.push_back(std::move(op));
+}
 
 // The caller slots (communicator.h) of every communicator of a run, held until it ends. An API
 // call on this thread may hold a slot already (an operation outside a group): that is kNested.
@@ -108,6 +126,16 @@ Result runOps(std::vector<std::unique_ptr<Op>>& ops, bool callHolds) {
     for (auto& c : comms) c.first->enterCall();
   }
   Pins pins{comms, slots, callHolds};
+  // The operations that run here go back to this thread's spares (recycle) before the pins go:
+  // an operation gives its scratch memory back to its communicator's pool, which an abort on
+  // another thread may free as soon as the communicator is unpinned.
+  struct Recycle {
+    std::vector<std::unique_ptr<Op>>& ops;
+    std::vector<std::unique_ptr<Op>>& spares;
+    ~Recycle() {
+      for (auto it = ops.rbegin(); it != ops.rend(); ++it) recycle(std::move(*it), spares);
+    }
+  } recycleOps{ops, scratch.spares};
   auto queued = [&](Communicator* c) {
     return std::find_if(comms.begin(), comms.end(), [&](const auto& e) { return e.first == c; })->second;
   };
@@ -176,10 +204,27 @@ Result finish(const char* fn, bool run) {
   std::vector<Communicator*> inits = std::move(group.inits);
   std::vector<std::thread> tasks = std::move(group.tasks);
   std::vector<std::unique_ptr<Result>> taskResults = std::move(group.taskResults);
-  std::vector<std::unique_ptr<Op>> ops = std::move(group.ops);
+  // The operations go to the thread's `ending` list, whose storage serves call after call (the
+  // group's own list starts empty again with the storage `ending` had).
+  auto& ops = threadGroup().ending;
+  ops.clear();
+  ops.swap(group.ops);
+  struct Recycle {  // those that did not run (runOps recycles the others), also when something throws
+    std::vector<std::unique_ptr<Op>>& ops;
+    std::vector<std::unique_ptr<Op>>& spares;
+    ~Recycle() {
+      for (auto it = ops.rbegin(); it != ops.rend(); ++it) recycle(std::move(*it), spares);
+      ops.clear();
+    }
+  } recycleOps{ops, threadGroup().spares};
   const Result first = group.firstError;
   const std::string firstMessage = std::move(group.firstMessage);
-  group = GroupState{};
+  group.inits.clear();  // moved from above: empty in practice, cleared to be sure
+  group.tasks.clear();
+  group.taskResults.clear();
+  group.depth = 0;
+  group.firstError = Result::kSuccess;
+  group.firstMessage.clear();
   Result r = Result::kSuccess;
   for (size_t i = 0; i < tasks.size(); ++i) {
     tasks[i].join();
@@ -240,29 +285,20 @@ Result submit(std::unique_ptr<Op> op) {
   }
   ThreadGroup& scratch = threadGroup();
   auto& ops = scratch.single;
-  struct Done {  // the operation goes with the call, also when something throws
-    ThreadGroup& scratch;
-    ~Done() {
-      // Ran here (a queued one went to the engine): kept for the next call, all but its schedule
-      // back to a new operation's state (its scratch memory returns to the pool now).
-      if (scratch.single.size() == 1 && scratch.single[0] != nullptr && scratch.spare == nullptr) {
-        std::unique_ptr<Op> op = std::move(scratch.single[0]);
-        std::shared_ptr<const algo::Schedule> schedule = std::move(op->schedule);
-        op->~Op();
-        new (op.get()) Op();
-        op->schedule = std::move(schedule);
-        scratch.spare = std::move(op);
-      }
-      scratch.single.clear();
-    }
-  } done{scratch};
+  struct Done {  // runOps recycled the operation (or the engine took it); also when something throws
+    std::vector<std::unique_ptr<Op>>& single;
+    ~Done() { single.clear(); }
+  } done{ops};
   ops.push_back(std::move(op));
   return runOps(ops, /*callHolds=*/true);
 }
 
 std::unique_ptr<Op> newOp() {
-  std::unique_ptr<Op> spare = std::move(threadGroup().spare);
-  return spare != nullptr ? std::move(spare) : std::make_unique<Op>();
+  auto& spares = threadGroup().spares;
+  if (spares.empty()) return std::make_unique<Op>();
+  std::unique_ptr<Op> op = std::move(spares.back());
+  spares.pop_back();
+  return op;
 }
 
 Result noteError(Result r) {

@@ -26,21 +26,24 @@ bool PlanCache::findDecision(const PlanKey& key, algo::Algo* algo, double* secon
 
 bool PlanCache::findDecisionAsCaller(const PlanKey& key, algo::Algo* algo, double* seconds,
                                      std::shared_ptr<const algo::Schedule>* schedule) {
-  const Recent& r = recent_;
-  if (r.schedule != nullptr && r.key.sameDecision(key) && r.key.root == key.root &&
-      r.key.chunkElems == key.chunkElems) {
-    *algo = r.key.algo;
-    *seconds = r.seconds;
-    if (*schedule != r.schedule) *schedule = r.schedule;  // the same one: no reference to count
-    return true;
+  for (const Recent& r : recent_) {
+    if (r.schedule != nullptr && r.key.sameDecision(key) && r.key.root == key.root &&
+        r.key.chunkElems == key.chunkElems) {
+      *algo = r.key.algo;
+      *seconds = r.seconds;
+      if (*schedule != r.schedule) *schedule = r.schedule;  // the same one: no reference to count
+      return true;
+    }
   }
   std::shared_ptr<const algo::Schedule> found;
   const bool hit = findDecision(key, algo, seconds, &found);
   if (found != nullptr) {
-    recent_.key = key;
-    recent_.key.algo = *algo;
-    recent_.seconds = *seconds;
-    recent_.schedule = found;
+    Recent& r = recent_[nextRecent_];
+    nextRecent_ = (nextRecent_ + 1) % kRecent;
+    r.key = key;
+    r.key.algo = *algo;
+    r.seconds = *seconds;
+    r.schedule = found;
   }
   *schedule = std::move(found);
   return hit;

@@ -47,8 +47,9 @@ class PlanCache {
   bool findDecision(const PlanKey& key, algo::Algo* algo, double* seconds,
                     std::shared_ptr<const algo::Schedule>* schedule = nullptr);
   // findDecision() for the thread that holds the communicator's caller slot (prepareOp) only. It
-  // remembers the last hit that carried a schedule and answers a repeat of it without the mutex,
-  // whose two locked instructions were about a tenth of a small call outside the wait. Unlike
+  // remembers the last kRecent hits that carried a schedule (a send and a receive of a group
+  // alternate) and answers a repeat of one of them without the mutex, whose two locked
+  // instructions were about a tenth of a small call outside the wait. Unlike
   // findDecision(), *schedule always receives the answer: the schedule, or nullptr when none is
   // remembered for key's root and chunk size (also on a miss).
   bool findDecisionAsCaller(const PlanKey& key, algo::Algo* algo, double* seconds,
@@ -73,13 +74,16 @@ class PlanCache {
   };
   Entry& slotFor(const PlanKey& key);  // the entry to (re)use for key; mutex_ held
 
-  // findDecisionAsCaller's last hit (key.algo is its decision); the caller's alone, no mutex.
+  // findDecisionAsCaller's last hits (key.algo is the decision), replaced in turn; the caller's
+  // alone, no mutex.
+  static constexpr int kRecent = 4;
   struct Recent {
     PlanKey key;
     double seconds = 0;
     std::shared_ptr<const algo::Schedule> schedule;  // nullptr: nothing remembered
   };
-  Recent recent_;
+  Recent recent_[kRecent];
+  int nextRecent_ = 0;
 
   std::mutex mutex_;
   Entry entries_[kEntries];
