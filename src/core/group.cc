@@ -15,6 +15,7 @@
 #include "src/core/engine.h"
 #include "src/core/executor.h"
 #include "src/core/op_stamp.h"
+#include "src/core/plan_cache.h"
 
 namespace mixccl::group {
 namespace {
@@ -51,15 +52,17 @@ struct ThreadGroup {
 ThreadGroup& threadGroup() { return PerThread<ThreadGroup>::get(); }
 GroupState& state() { return threadGroup().group; }
 
-// At most this many spare operations per thread: a group's worth of sends and receives; the
-// schedules they keep stay bounded with them.
+// At most this many spare operations per thread: a group's worth of sends and receives. They
+// keep a schedule only as large as the plan cache keeps, so their memory stays bounded too.
 constexpr size_t kMaxSpareOps = 16;
 
 // Keeps `op`, which ran on this thread, for newOp(): back to a new operation's state but for its
-// schedule (its scratch memory returns to the pool now).
+// schedule (its scratch memory returns to the pool now). Never allocates (newOp() reserved the
+// room): it runs in scope guards.
 void recycle(std::unique_ptr<Op> op, std::vector<std::unique_ptr<Op>>& spares) {
-  if (op == nullptr || spares.size() >= kMaxSpareOps) return;
+  if (op == nullptr || spares.size() >= std::min(kMaxSpareOps, spares.capacity())) return;
   std::shared_ptr<const algo::Schedule> schedule = std::move(op->schedule);
+  if (schedule != nullptr && schedule->steps.size() > PlanCache::kMaxSteps) schedule = nullptr;
   op->~Op();
   new (op.get()) Op();
   op->schedule = std::move(schedule);
@@ -209,7 +212,9 @@ Result finish(const char* fn, bool run) {
   auto& ops = threadGroup().ending;
   ops.clear();
   ops.swap(group.ops);
-  struct Recycle {  // those that did not run (runOps recycles the others), also when something throws
+  // Those that did not run (runOps recycles the others), also when something throws. They were
+  // never planned, so they hold no scratch memory: their communicators need not be pinned.
+  struct Recycle {
     std::vector<std::unique_ptr<Op>>& ops;
     std::vector<std::unique_ptr<Op>>& spares;
     ~Recycle() {
@@ -295,6 +300,7 @@ Result submit(std::unique_ptr<Op> op) {
 
 std::unique_ptr<Op> newOp() {
   auto& spares = threadGroup().spares;
+  if (spares.capacity() < kMaxSpareOps) spares.reserve(kMaxSpareOps);
   if (spares.empty()) return std::make_unique<Op>();
   std::unique_ptr<Op> op = std::move(spares.back());
   spares.pop_back();

@@ -60,9 +60,12 @@ class PlanCache {
   // Keeps `s` when it is small enough to be worth keeping.
   void storeSchedule(const PlanKey& key, std::shared_ptr<const algo::Schedule> s);
 
+  // Schedules of more steps are not kept (~250 KB per schedule at most), here or by group.cc's
+  // spare operations.
+  static constexpr size_t kMaxSteps = 4096;
+
  private:
   static constexpr int kEntries = 16;
-  static constexpr size_t kMaxSteps = 4096;  // ~250 KB per schedule at most
   struct Entry {
     bool used = false;
     bool decided = false;  // algo and seconds hold the tuner's decision for key's call

@@ -61,16 +61,18 @@ struct OclRegistration {
 // Kernels run one work-item per element and do not check their index (a check keeps POCL from
 // vectorising them, opencl_kernels.cc), so a launch covers exactly n items, in the parts and
 // work-group sizes of ocl::launchShape. A kernel whose work-group limit on this device is below
-// the fixed size (a GPU kernel short of registers) is launched with the size left to the device.
+// the fixed size (a GPU kernel short of registers, a device with fewer work-items per group) is
+// launched with the size left to the device, after the refused launch.
 cl_int enqueuePart(cl_command_queue q, cl_kernel k, const ocl::LaunchPart& part, cl_event* ev) {
   const size_t* offset = part.offset == 0 ? nullptr : &part.offset;
   const cl_int err = clEnqueueNDRangeKernel(q, k, 1, offset, &part.global, &part.local, 0, nullptr, ev);
-  if (err != CL_INVALID_WORK_GROUP_SIZE) return err;
+  if (err != CL_INVALID_WORK_GROUP_SIZE && err != CL_INVALID_WORK_ITEM_SIZE) return err;
   return clEnqueueNDRangeKernel(q, k, 1, offset, &part.global, nullptr, 0, nullptr, ev);
 }
 
 // `ev` (may be null) receives the event of the last launch.
 cl_int enqueueExact(cl_command_queue q, cl_kernel k, size_t n, cl_event* ev) {
+  if (n == 0) return CL_INVALID_GLOBAL_WORK_SIZE;  // callers return before: nothing to launch
   const ocl::LaunchShape shape = ocl::launchShape(n);
   const bool rest = shape.rest.global > 0;
   if (shape.body.global > 0) {
