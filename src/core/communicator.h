@@ -148,11 +148,21 @@ class Communicator {
   }
   // Closing tokens this rank, a root that only sent, has yet to read (owed_tokens.h).
   OwedTokens& owedTokens() { return owed_; }
-  // The last schedule whose connections on `lane` were all created (Stream::connectAll): a repeat
-  // of it needs none created, since connections live as long as the communicator. Holding it keeps
-  // its address from being reused by another schedule. For whoever runs the operations (one at a
-  // time, engine.h), like owedTokens().
-  std::shared_ptr<const algo::Schedule>& connectedSchedule(int lane) { return connected_[lane]; }
+  // The last kConnectedKept schedules whose connections on `lane` were all created
+  // (Stream::connectAll): a repeat of one needs none created, since connections live as long as
+  // the communicator. Several, because a group's send and receive alternate on the P2P lane.
+  // Holding them keeps their addresses from being reused by other schedules. For whoever runs
+  // the operations (one at a time, engine.h), like owedTokens().
+  bool connectedBefore(int lane, const algo::Schedule* s) const {
+    for (const auto& kept : connected_[lane]) {
+      if (kept.get() == s) return true;
+    }
+    return false;
+  }
+  void noteConnected(int lane, std::shared_ptr<const algo::Schedule> s) {
+    connected_[lane][connectedNext_[lane]] = std::move(s);
+    connectedNext_[lane] = (connectedNext_[lane] + 1) % kConnectedKept;
+  }
   // What this communicator's calls wait for (hang reports).
   WaitBoard& board() { return board_; }
   const WaitBoard& board() const { return board_; }
@@ -246,7 +256,9 @@ class Communicator {
   std::vector<uint64_t> sendSeq_, recvSeq_;  // per peer
   std::map<std::vector<int>, uint32_t> shrinkSeq_;
   OwedTokens owed_;
-  std::shared_ptr<const algo::Schedule> connected_[kNumLanes];
+  static constexpr int kConnectedKept = 4;
+  std::shared_ptr<const algo::Schedule> connected_[kNumLanes][kConnectedKept];
+  int connectedNext_[kNumLanes] = {};
   WaitBoard board_;
   UserRegions regions_;
 

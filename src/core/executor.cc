@@ -531,10 +531,9 @@ Result Stream::progress(bool* advanced) {
     const auto& steps = op.schedule->steps;
     if (stepIndex_ == 0 && !connected_) {
       op.comm->dropStaleRegions();
-      std::shared_ptr<const algo::Schedule>& done = op.comm->connectedSchedule(op.lane);
-      if (done != op.schedule) {
+      if (!op.comm->connectedBefore(op.lane, op.schedule.get())) {
         MIXCCL_TRY(connectAll(op));
-        done = op.schedule;
+        op.comm->noteConnected(op.lane, op.schedule);
       }
       connected_ = true;
       if (op.lane == kLaneColl && !op.comm->owedTokens().empty()) MIXCCL_TRY(drainOwed(op));
