@@ -45,8 +45,7 @@ struct ThreadGroup {
   // Operations that ran here, for the next calls (newOp(), recycle()): a group of sends and
   // receives allocated and freed one per call before. Each keeps its schedule: a repeated call
   // finds the same one, and handing it over keeps the reference count, and its two locked
-  // instructions, out of the call. newOp() takes the last one given back, so a group repeated
-  // in the same order gets each operation's own (recycle gives a group's back in reverse).
+  // instructions, out of the call.
   std::vector<std::unique_ptr<Op>> spares;
 };
 ThreadGroup& threadGroup() { return PerThread<ThreadGroup>::get(); }
@@ -68,6 +67,18 @@ void recycle(std::unique_ptr<Op> op, std::vector<std::unique_ptr<Op>>& spares) {
   op->schedule = std::move(schedule);
   spares.push_back(std::move(op));
 }
+
+// Recycles `ops` (last first: newOp() takes the last one given back, so a group repeated in the
+// same order gets each operation's own) and empties the list when it goes out of scope, also
+// when something throws.
+struct RecycleOps {
+  std::vector<std::unique_ptr<Op>>& ops;
+  std::vector<std::unique_ptr<Op>>& spares;
+  ~RecycleOps() {
+    for (auto it = ops.rbegin(); it != ops.rend(); ++it) recycle(std::move(*it), spares);
+    ops.clear();
+  }
+};
 
 // The caller slots (communicator.h) of every communicator of a run, held until it ends. An API
 // call on this thread may hold a slot already (an operation outside a group): that is kNested.
@@ -132,13 +143,7 @@ Result runOps(std::vector<std::unique_ptr<Op>>& ops, bool callHolds) {
   // The operations that run here go back to this thread's spares (recycle) before the pins go:
   // an operation gives its scratch memory back to its communicator's pool, which an abort on
   // another thread may free as soon as the communicator is unpinned.
-  struct Recycle {
-    std::vector<std::unique_ptr<Op>>& ops;
-    std::vector<std::unique_ptr<Op>>& spares;
-    ~Recycle() {
-      for (auto it = ops.rbegin(); it != ops.rend(); ++it) recycle(std::move(*it), spares);
-    }
-  } recycleOps{ops, scratch.spares};
+  RecycleOps recycleOps{ops, scratch.spares};
   auto queued = [&](Communicator* c) {
     return std::find_if(comms.begin(), comms.end(), [&](const auto& e) { return e.first == c; })->second;
   };
@@ -212,24 +217,14 @@ Result finish(const char* fn, bool run) {
   auto& ops = threadGroup().ending;
   ops.clear();
   ops.swap(group.ops);
-  // Those that did not run (runOps recycles the others), also when something throws. They were
-  // never planned, so they hold no scratch memory: their communicators need not be pinned.
-  struct Recycle {
-    std::vector<std::unique_ptr<Op>>& ops;
-    std::vector<std::unique_ptr<Op>>& spares;
-    ~Recycle() {
-      for (auto it = ops.rbegin(); it != ops.rend(); ++it) recycle(std::move(*it), spares);
-      ops.clear();
-    }
-  } recycleOps{ops, threadGroup().spares};
+  // Those that did not run (runOps recycles the others). They were never planned, so they hold
+  // no scratch memory: their communicators need not be pinned.
+  RecycleOps recycleOps{ops, threadGroup().spares};
   const Result first = group.firstError;
   const std::string firstMessage = std::move(group.firstMessage);
-  group.inits.clear();  // moved from above: empty in practice, cleared to be sure
-  group.tasks.clear();
-  group.taskResults.clear();
-  group.depth = 0;
-  group.firstError = Result::kSuccess;
-  group.firstMessage.clear();
+  std::vector<std::unique_ptr<Op>> storage = std::move(group.ops);
+  group = GroupState{};
+  group.ops = std::move(storage);
   Result r = Result::kSuccess;
   for (size_t i = 0; i < tasks.size(); ++i) {
     tasks[i].join();
@@ -290,10 +285,7 @@ Result submit(std::unique_ptr<Op> op) {
   }
   ThreadGroup& scratch = threadGroup();
   auto& ops = scratch.single;
-  struct Done {  // runOps recycled the operation (or the engine took it); also when something throws
-    std::vector<std::unique_ptr<Op>>& single;
-    ~Done() { single.clear(); }
-  } done{ops};
+  RecycleOps done{ops, scratch.spares};  // runOps recycles it first (or the engine takes it)
   ops.push_back(std::move(op));
   return runOps(ops, /*callHolds=*/true);
 }

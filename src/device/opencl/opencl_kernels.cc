@@ -255,9 +255,10 @@ const char* const kCopyKernelName = "copy_bytes";
 
 LaunchShape launchShape(size_t n) {
   constexpr size_t kBodyMultiple = 64;
+  constexpr size_t kWideGroup = 256;
   LaunchShape shape;
   const size_t body = n / kBodyMultiple * kBodyMultiple;
-  if (body > 0) shape.body = LaunchPart{0, body, body % 256 == 0 ? 256u : kBodyMultiple};
+  if (body > 0) shape.body = LaunchPart{0, body, body % kWideGroup == 0 ? kWideGroup : kBodyMultiple};
   if (n > body) shape.rest = LaunchPart{body, n - body, 1};
   return shape;
 }
