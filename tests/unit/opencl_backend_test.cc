@@ -17,12 +17,14 @@ TEST(OpenclBackend, NotBuilt) { GTEST_SKIP() << "mixccl was built without OpenCL
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <random>
 #include <set>
 #include <string>
@@ -95,28 +97,40 @@ class OpenclBackendTest : public ::testing::Test {
 
 // Every count is covered exactly, in at most two launches, with three work-group sizes in all:
 // POCL compiles a kernel once per work-group size it meets (opencl_kernels.h).
-TEST(OpenclLaunchShape, EveryCountIsCoveredWithThreeWorkGroupSizesInAll) {
-  std::set<size_t> locals;
-  std::vector<size_t> counts;
-  for (size_t n = 1; n <= 5000; ++n) counts.push_back(n);
-  for (size_t n : {size_t{131072}, size_t{131072 + 63}, size_t{786437}, size_t{1} << 40}) counts.push_back(n);
-  for (size_t n : counts) {
-    const ocl::LaunchShape s = ocl::launchShape(n);
-    ASSERT_EQ(s.body.global + s.rest.global, n) << n;
-    ASSERT_EQ(s.body.offset, 0u) << n;
-    if (s.body.global > 0) {
-      ASSERT_EQ(s.body.global % s.body.local, 0u) << n;
-      locals.insert(s.body.local);
+// Parts cover every count exactly, in order, with three work-group sizes in all, and no part of
+// a work-group size is wider than widestLaunch for it: what keeps POCL 3's work-group function
+// cache at one entry per kernel and size (kernel_launch.h).
+TEST(OpenclLaunchParts, EveryCountIsCoveredWithThreeWorkGroupSizesNoneWiderThanItsWidest) {
+  std::map<size_t, size_t> widest;  // work-group size -> widest part seen
+  for (size_t elemBytes : {size_t{1}, size_t{2}, size_t{4}, size_t{8}}) {
+    const size_t full = ocl::launchItems(elemBytes);
+    std::vector<size_t> counts;
+    for (size_t n = 1; n <= 5000; ++n) counts.push_back(n);
+    for (size_t n : {size_t{131072}, size_t{131072 + 63}, size_t{786437}, full - 1, full, full + 1, 3 * full + 321}) {
+      counts.push_back(n);
     }
-    if (s.rest.global > 0) {
-      ASSERT_LT(s.rest.global, 64u) << n;
-      ASSERT_EQ(s.rest.offset, s.body.global) << n;
-      ASSERT_EQ(s.rest.local, 1u) << n;
-      locals.insert(s.rest.local);
+    for (size_t n : counts) {
+      size_t parts = 0;
+      for (size_t done = 0; done < n; ++parts) {
+        const ocl::LaunchPart p = ocl::nextLaunch(n, done, full);
+        ASSERT_EQ(p.first, done) << n;
+        ASSERT_GT(p.global, 0u) << n;
+        ASSERT_EQ(p.global % p.local, 0u) << n;
+        ASSERT_LE(p.global, ocl::widestLaunch(p.local, full)) << n << " " << p.local;
+        if (p.local == 1) {
+          ASSERT_LT(p.global, 64u) << n;
+        }
+        widest[p.local] = std::max(widest[p.local], p.global);
+        done += p.global;
+        ASSERT_LE(done, n);
+      }
+      ASSERT_LE(parts, n / full + 2) << n;  // full parts, then at most a body and a rest
     }
+    EXPECT_EQ(ocl::widestLaunch(256, full) * elemBytes, ocl::kMaxLaunchBytes);
   }
-  EXPECT_EQ(locals, (std::set<size_t>{1, 64, 256}));
-  EXPECT_EQ(ocl::launchShape(131072).body.local, 256u);
+  EXPECT_EQ(widest.size(), 3u);
+  EXPECT_EQ(widest.count(1) + widest.count(64) + widest.count(256), 3u);
+  EXPECT_EQ(ocl::nextLaunch(131072, 0, ocl::launchItems(4)).local, 256u);
 }
 
 TEST_F(OpenclBackendTest, IdentityAndCaps) {
@@ -473,6 +487,83 @@ TEST_F(OpenclBackendTest, HoldStreamBlocksLaterUserWorkUntilReleased) {
   EXPECT_EQ(dev_->releaseStream(gate), Result::kSuccess);
   EXPECT_EQ(dev_->free(svm), Result::kSuccess);
   clReleaseCommandQueue(uq);
+}
+
+// Four threads, each on its own queue, launch kernels that nothing in this process launched
+// before, with sizes that keep growing: on POCL before 7.0 this aborted the process in every run
+// (pocl_release_dlhandle_cache: `found->ref_count > 0`) until the widest launch of each kernel
+// and work-group size went first (kernel_launch.h). The results are checked too.
+TEST_F(OpenclBackendTest, ConcurrentLaunchesOfGrowingSizesOnFourQueues) {
+  constexpr int kThreads = 4;
+  constexpr size_t kMax = 120000;
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  std::string firstError;
+  std::mutex errMu;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      auto bad = [&](const std::string& what) {
+        std::lock_guard<std::mutex> lock(errMu);
+        if (failures++ == 0) firstError = what;
+      };
+      cl_command_queue uq = newUserQueue();
+      WorkQueue* wq = nullptr;
+      void *da = nullptr, *db = nullptr, *dd = nullptr;
+      if (dev_->openQueue(uq, &wq) != Result::kSuccess || dev_->alloc(kMax * 4, &da) != Result::kSuccess ||
+          dev_->alloc(kMax * 4, &db) != Result::kSuccess || dev_->alloc(kMax * 4, &dd) != Result::kSuccess) {
+        bad(lastError());
+        return;
+      }
+      std::vector<int32_t> a(kMax), b(kMax), out(kMax);
+      for (size_t i = 0; i < kMax; ++i) {
+        a[i] = static_cast<int32_t>((i * 7919 + t) % 1000);
+        b[i] = static_cast<int32_t>((i * 104729 + 3 * t) % 1000);
+      }
+      if (dev_->copy(da, a.data(), kMax * 4, wq) != Result::kSuccess ||
+          dev_->copy(db, b.data(), kMax * 4, wq) != Result::kSuccess) {
+        bad(lastError());
+      }
+      // Four kernels (int32 and uint32 max and min; the values fit either), each met fresh.
+      for (int round = 0; round < 4; ++round) {
+        ReduceSpec spec;
+        spec.dtype = round < 2 ? DataType::kInt32 : DataType::kUint32;
+        const bool isMax = round % 2 == 0;
+        spec.op = isMax ? RedOpKind::kMax : RedOpKind::kMin;
+        std::mt19937 rng(t);
+        for (size_t it = 0; it < 300 && failures.load() == 0; ++it) {
+          const size_t n = std::min(kMax, 1 + it * 397 + rng() % 64);
+          if (dev_->reduce(dd, da, db, n, spec, true, true, wq) != Result::kSuccess) {
+            bad(lastError());
+            break;
+          }
+          if (it % 32 != 31 && it != 299) continue;
+          // Every 32nd size is read back once the queue has run it.
+          Fence* done = nullptr;
+          if (dev_->record(wq, &done) != Result::kSuccess ||
+              pollFence(dev_, done, std::chrono::seconds(60)) != Result::kSuccess) {
+            bad("fence: " + lastError());
+            break;
+          }
+          dev_->releaseFence(done);
+          std::fill(out.begin(), out.end(), -1);
+          if (dev_->copy(out.data(), dd, n * 4, nullptr) != Result::kSuccess) bad(lastError());
+          for (size_t i = 0; i < n; ++i) {
+            if (out[i] != (isMax ? std::max(a[i], b[i]) : std::min(a[i], b[i]))) {
+              bad("size " + std::to_string(n) + ": element " + std::to_string(i) + " is " + std::to_string(out[i]));
+              break;
+            }
+          }
+        }
+      }
+      if (dev_->closeQueue(wq) != Result::kSuccess || dev_->free(da) != Result::kSuccess ||
+          dev_->free(db) != Result::kSuccess || dev_->free(dd) != Result::kSuccess) {
+        bad(lastError());
+      }
+      clReleaseCommandQueue(uq);
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0) << firstError;
 }
 
 TEST_F(OpenclBackendTest, WorkQueueReduceCompletesThroughItsFence) {

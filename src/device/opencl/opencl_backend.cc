@@ -15,15 +15,21 @@
 
 #include "common/config.h"
 #include "common/log.h"
+#include "src/device/opencl/kernel_launch.h"
 #include "src/device/opencl/opencl_kernels.h"
 
 namespace mixccl {
 namespace {
 
 using ocl::clErrorName;
+using ocl::clFail;
+using ocl::KernelOperand;
+using ocl::offsetOf;
 using ocl::Operand;
 using ocl::Range;
 using ocl::RangeKind;
+using ocl::setArg;
+using ocl::setPointerArg;
 
 // The backend's handles. DeviceBackend's opaque structs are never defined (a later backend
 // would define them too); these are cast to and from them.
@@ -58,34 +64,6 @@ struct OclRegistration {
   size_t bytes;
 };
 
-// Kernels run one work-item per element and do not check their index (a check keeps POCL from
-// vectorising them, opencl_kernels.cc), so a launch covers exactly n items, in the parts and
-// work-group sizes of ocl::launchShape. A kernel whose work-group limit on this device is below
-// the fixed size (a GPU kernel short of registers, a device with fewer work-items per group) is
-// launched with the size left to the device, after the refused launch.
-cl_int enqueuePart(cl_command_queue q, cl_kernel k, const ocl::LaunchPart& part, cl_event* ev) {
-  const size_t* offset = part.offset == 0 ? nullptr : &part.offset;
-  const cl_int err = clEnqueueNDRangeKernel(q, k, 1, offset, &part.global, &part.local, 0, nullptr, ev);
-  if (err != CL_INVALID_WORK_GROUP_SIZE && err != CL_INVALID_WORK_ITEM_SIZE) return err;
-  return clEnqueueNDRangeKernel(q, k, 1, offset, &part.global, nullptr, 0, nullptr, ev);
-}
-
-// `ev` (may be null) receives the event of the last launch.
-cl_int enqueueExact(cl_command_queue q, cl_kernel k, size_t n, cl_event* ev) {
-  if (n == 0) return CL_INVALID_GLOBAL_WORK_SIZE;  // callers return before: nothing to launch
-  const ocl::LaunchShape shape = ocl::launchShape(n);
-  const bool rest = shape.rest.global > 0;
-  if (shape.body.global > 0) {
-    const cl_int err = enqueuePart(q, k, shape.body, rest ? nullptr : ev);
-    if (err != CL_SUCCESS || !rest) return err;
-  }
-  return enqueuePart(q, k, shape.rest, ev);
-}
-
-Result clFail(cl_int err, const char* what) {
-  return fail(Result::kUnhandledDeviceError, "OpenCL backend: %s failed (%s, %d)", what, clErrorName(err), err);
-}
-
 // Copies the first word at `p` without dereferencing it: process_vm_readv on our own process
 // returns EFAULT for an unreadable address instead of faulting. One system call: checkStream runs
 // three times per queued operation on the caller's thread (the API's check, markStart,
@@ -105,20 +83,6 @@ bool readFirstWord(const void* p, const void** word) {
   close(fds[0]);
   close(fds[1]);
   return ok;
-}
-
-Result setPointerArg(cl_kernel k, cl_uint idx, const Operand& op) {
-  cl_int err = op.kind == Operand::kMem ? clSetKernelArg(k, idx, sizeof(cl_mem), &op.mem)
-                                        : clSetKernelArgSVMPointer(k, idx, op.ptr);
-  if (err != CL_SUCCESS) return clFail(err, "setting a kernel pointer argument");
-  return Result::kSuccess;
-}
-
-template <typename T>
-Result setArg(cl_kernel k, cl_uint idx, T value) {
-  cl_int err = clSetKernelArg(k, idx, sizeof(T), &value);
-  if (err != CL_SUCCESS) return clFail(err, "setting a kernel argument");
-  return Result::kSuccess;
 }
 
 // A zero-copy buffer over plain host memory for one call (the OperandGuard releases it; commands
@@ -141,9 +105,6 @@ Result wrapHost(cl_context ctx, void* ptr, size_t bytes, Operand* op) {
   op->offset = 0;
   return Result::kSuccess;
 }
-
-// The Operand's byte offset as the kernel sees it (SVM pointers carry their own).
-cl_ulong offsetOf(const Operand& op) { return op.kind == Operand::kMem ? op.offset : 0; }
 
 // Releases retained cl_mem objects of a call's operands on every path.
 struct OperandGuard {
@@ -438,14 +399,10 @@ Result OpenclBackend::enqueueCopy(cl_command_queue q, const Operand& dst, const 
   } else {
     cl_kernel k = nullptr;
     MIXCCL_TRY(rt_->copyKernel(&k));
+    const KernelOperand operands[] = {{0, 1, dst}, {2, 3, src}};
     std::lock_guard<std::mutex> lock(rt_->kernelMu());
-    MIXCCL_TRY(setPointerArg(k, 0, dst));
-    MIXCCL_TRY(setArg<cl_ulong>(k, 1, offsetOf(dst)));
-    MIXCCL_TRY(setPointerArg(k, 2, src));
-    MIXCCL_TRY(setArg<cl_ulong>(k, 3, offsetOf(src)));
     MIXCCL_TRY(setArg<cl_ulong>(k, 4, bytes));
-    err = enqueueExact(q, k, bytes, ev);
-    if (err != CL_SUCCESS) return clFail(err, "clEnqueueNDRangeKernel(copy_bytes)");
+    return ocl::launchKernel(*rt_, q, k, bytes, 1, operands, 2, ev, "clEnqueueNDRangeKernel(copy_bytes)");
   }
   return Result::kSuccess;
 }
@@ -573,24 +530,18 @@ Result OpenclBackend::reduceImpl(void* dst, void* dst2, const void* a, const voi
     }
     std::lock_guard<std::mutex> lock(rt_->kernelMu());
     r = [&]() -> Result {
-      MIXCCL_TRY(setPointerArg(k, ocl::kArgDst, use[0]));
-      MIXCCL_TRY(setArg<cl_ulong>(k, ocl::kArgDstOff, offsetOf(use[0])));
-      MIXCCL_TRY(setPointerArg(k, ocl::kArgA, use[1]));
-      MIXCCL_TRY(setArg<cl_ulong>(k, ocl::kArgAOff, offsetOf(use[1])));
-      MIXCCL_TRY(setPointerArg(k, ocl::kArgB, use[2]));
-      MIXCCL_TRY(setArg<cl_ulong>(k, ocl::kArgBOff, offsetOf(use[2])));
       MIXCCL_TRY(setArg<cl_ulong>(k, ocl::kArgCount, count));
       MIXCCL_TRY(setArg<cl_int>(k, ocl::kArgOp, static_cast<cl_int>(spec.op)));
       MIXCCL_TRY(setArg<cl_int>(k, ocl::kArgFlags, flags));
       MIXCCL_TRY(setArg<cl_ulong>(k, ocl::kArgScalar, scalarBits));
       MIXCCL_TRY(setArg<cl_ulong>(k, ocl::kArgDivisor, spec.divisor));
       MIXCCL_TRY(setArg<cl_ulong>(k, ocl::kArgDivBits, divBits));
-      MIXCCL_TRY(setPointerArg(k, ocl::kArgDst2, dual ? ops[3] : use[0]));
-      MIXCCL_TRY(setArg<cl_ulong>(k, ocl::kArgDst2Off, offsetOf(dual ? ops[3] : use[0])));
       MIXCCL_TRY(setArg<cl_int>(k, ocl::kArgDual, dual ? 1 : 0));
-      cl_int err = enqueueExact(q, k, count, tailOut());
-      if (err != CL_SUCCESS) return clFail(err, "clEnqueueNDRangeKernel(reduce)");
-      return Result::kSuccess;
+      const KernelOperand operands[] = {{ocl::kArgDst, ocl::kArgDstOff, use[0]},
+                                        {ocl::kArgA, ocl::kArgAOff, use[1]},
+                                        {ocl::kArgB, ocl::kArgBOff, use[2]},
+                                        {ocl::kArgDst2, ocl::kArgDst2Off, dual ? ops[3] : use[0]}};
+      return ocl::launchKernel(*rt_, q, k, count, size, operands, 4, tailOut(), "clEnqueueNDRangeKernel(reduce)");
     }();
   }
   if (r == Result::kSuccess && bounce[0]) r = enqueueCopy(q, ops[0], use[0], bytes, tailOut());

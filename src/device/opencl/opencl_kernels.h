@@ -49,22 +49,30 @@ enum ReduceArg : unsigned {
   kArgDual,
 };
 
-// How a kernel of n work-items (one per element, no range check) is launched: a body of a
-// multiple of 64 items and the rest at that offset, each with a fixed work-group size. POCL
-// compiles a work-group function for every work-group size it meets, 20-50 ms each (more for the
-// reduce kernels) the first time on a machine, and left to choose it picks one per global size:
-// every new message size stalled its first collective and every test process that met one. Fixed
-// sizes leave at most three per kernel: 256 (a body of a multiple of 256; as fast as POCL's own
-// choice at 128K items), 64 (other bodies) and 1 (the rest, under 64 items).
+// How a kernel of n work-items (one per element, no range check) is launched: in parts, each
+// with a fixed work-group size, its first item passed to the kernel as operand offsets (never as
+// a global offset).
+//  - Work-group sizes: POCL compiles a work-group function for every work-group size it meets,
+//    20-50 ms each (more for the reduce kernels) the first time on a machine, and left to choose
+//    it picks one per global size: every new message size stalled its first collective and every
+//    test process that met one. Fixed sizes leave at most three per kernel: 256 (a part of a
+//    multiple of 256; as fast as POCL's own choice at 128K items), 64 (other parts of a multiple
+//    of 64) and 1 (the rest, under 64 items).
+//  - Widths: a part covers at most kMaxLaunchBytes of each operand (launchItems(elemBytes)
+//    items), and a global offset is never used, so that the widest launch of each kernel and
+//    work-group size is known in advance: kernel_launch.h says why POCL 3 needs it.
+constexpr size_t kMaxLaunchBytes = size_t{8} << 20;
+// Items in a full part of a kernel whose operands have elemBytes (1, 2, 4 or 8) per item.
+constexpr size_t launchItems(size_t elemBytes) { return kMaxLaunchBytes / elemBytes; }
 struct LaunchPart {
-  size_t offset = 0;
-  size_t global = 0;  // 0: no such part
-  size_t local = 0;
+  size_t first = 0;   // index of the part's first item
+  size_t global = 0;  // items in the part
+  size_t local = 0;   // work-group size
 };
-struct LaunchShape {
-  LaunchPart body;
-  LaunchPart rest;
-};
-LaunchShape launchShape(size_t n);
+// The part that starts at item `done` of n (done < n), for full parts of `full` items (a
+// multiple of 256).
+LaunchPart nextLaunch(size_t n, size_t done, size_t full);
+// The widest part nextLaunch ever makes with work-group size `local` (1, 64 or 256).
+size_t widestLaunch(size_t local, size_t full);
 
 }  // namespace mixccl::ocl

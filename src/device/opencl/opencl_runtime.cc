@@ -40,6 +40,13 @@ std::string platformString(cl_platform_id p, cl_platform_info what) {
   return s;
 }
 
+// Whether CL_PLATFORM_VERSION ("OpenCL 3.0 PoCL 3.1+debian ...") names POCL before 7.0, whose
+// work-group function cache needs the widest launch first (kernel_launch.h).
+bool poclBefore7(const std::string& version) {
+  const size_t at = version.find("PoCL ");
+  return at != std::string::npos && std::atoi(version.c_str() + at + 5) < 7;
+}
+
 std::vector<cl_platform_id> platforms() {
   cl_uint n = 0;
   if (clGetPlatformIDs(0, nullptr, &n) != CL_SUCCESS || n == 0) return {};
@@ -245,6 +252,7 @@ Result Runtime::pickDevice() {
 Result Runtime::init() {
   MIXCCL_TRY(pickDevice());
   platformName_ = platformString(platform_, CL_PLATFORM_NAME);
+  widestFirst_ = poclBefore7(platformString(platform_, CL_PLATFORM_VERSION));
   const std::string devName = deviceString(device_, CL_DEVICE_NAME);
   cl_device_svm_capabilities svm = 0;
   if (clGetDeviceInfo(device_, CL_DEVICE_SVM_CAPABILITIES, sizeof(svm), &svm, nullptr) != CL_SUCCESS ||
@@ -288,9 +296,10 @@ Result Runtime::init() {
   dispatch_ = *reinterpret_cast<const void* const*>(context_);
   svm_ = std::make_unique<SvmHeap>(context_);
   staging_ = std::make_unique<StagingPool>(*svm_);
-  MIXCCL_INFO(log::kInit, "OpenCL backend: %s / %s (device index %d, SVM %s%s, host memory %s)", platformName_.c_str(),
-              devName.c_str(), deviceIndex_, fineSvm_ ? "coarse+fine" : "coarse", fp64_ ? ", fp64" : "",
-              zeroCopyHost_ ? "zero-copy" : "staged");
+  MIXCCL_INFO(log::kInit, "OpenCL backend: %s / %s (device index %d, SVM %s%s, host memory %s%s)",
+              platformName_.c_str(), devName.c_str(), deviceIndex_, fineSvm_ ? "coarse+fine" : "coarse",
+              fp64_ ? ", fp64" : "", zeroCopyHost_ ? "zero-copy" : "staged",
+              widestFirst_ ? ", widest launch of each kernel first (POCL before 7.0)" : "");
   return Result::kSuccess;
 }
 
@@ -365,6 +374,28 @@ Result Runtime::reduceKernel(DataType dtype, RedOpKind op, int flags, cl_kernel*
     return fail(Result::kInvalidUsage, "OpenCL backend: device of '%s' has no %s support (cl_khr_fp64)",
                 platformName_.c_str(), dataTypeName(dtype));
   }
+  return Result::kSuccess;
+}
+
+bool Runtime::firstLaunchOf(cl_kernel k, size_t local) { return widestFirst_ && launchedOf_.emplace(k, local).second; }
+
+Result Runtime::widestLaunchKit(cl_command_queue* q, void** scratch) {
+  if (widestQueue_ == nullptr) {
+    cl_int err = CL_SUCCESS;
+    widestQueue_ = clCreateCommandQueueWithProperties(context_, device_, nullptr, &err);
+    if (widestQueue_ == nullptr || err != CL_SUCCESS) {
+      widestQueue_ = nullptr;
+      return fail(Result::kUnhandledDeviceError, "OpenCL backend: clCreateCommandQueueWithProperties failed (%s)",
+                  clErrorName(err));
+    }
+  }
+  if (widestScratch_ == nullptr) widestScratch_ = svm_->alloc(CL_MEM_READ_WRITE, kMaxLaunchBytes);
+  if (widestScratch_ == nullptr) {
+    return fail(Result::kSystemError, "OpenCL backend: no device memory for %zu bytes of launch scratch",
+                kMaxLaunchBytes);
+  }
+  *q = widestQueue_;
+  *scratch = widestScratch_;
   return Result::kSuccess;
 }
 

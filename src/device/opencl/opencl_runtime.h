@@ -33,8 +33,10 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <shared_mutex>
 #include <string>
+#include <utility>
 
 #include "common/result.h"
 #include "common/types.h"
@@ -101,6 +103,14 @@ class Runtime {
   Result reduceKernel(DataType dtype, RedOpKind op, int flags, cl_kernel* out);
   Result copyKernel(cl_kernel* out);
   std::mutex& kernelMu() { return kernelMu_; }
+  // POCL before 7.0 needs the widest launch of each kernel and work-group size first
+  // (kernel_launch.h): true the first time a pair is asked about on such a platform, false after
+  // and on every other platform. The caller holds kernelMu.
+  bool firstLaunchOf(cl_kernel k, size_t local);
+  // A queue for those launches alone (the internal queue may wait behind a user's event) and
+  // kMaxLaunchBytes of SVM for their operands, made on first call. The caller holds
+  // kernelMu.
+  Result widestLaunchKit(cl_command_queue* q, void** scratch);
   // Every SVM allocation and free of the context (svm_heap.h: one driver needs them serialised).
   SvmHeap& svm() { return *svm_; }
   // Reused SVM blocks for operands reduce() stages (staging_pool.h).
@@ -155,6 +165,10 @@ class Runtime {
   cl_kernel reduceKernels_[kNumDataTypes][kNumReduceOps][kNumReduceVariants] = {};
   cl_kernel copyKernel_ = nullptr;
   std::mutex kernelMu_;
+  bool widestFirst_ = false;                           // POCL before 7.0
+  std::set<std::pair<cl_kernel, size_t>> launchedOf_;  // firstLaunchOf's pairs, under kernelMu_
+  cl_command_queue widestQueue_ = nullptr;
+  void* widestScratch_ = nullptr;
 
   std::array<std::atomic<const void*>, kKnownQueues> knownQueues_{};
   std::mutex knownMu_;  // writers of knownQueues_
