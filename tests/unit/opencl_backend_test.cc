@@ -361,6 +361,52 @@ TEST_F(OpenclBackendTest, CopiesBetweenEveryKindOfMemory) {
   EXPECT_EQ(dev_->free(coarse2), Result::kSuccess);
 }
 
+// Copies and reductions longer than one launch part (ocl::kMaxLaunchBytes of each operand): the
+// parts reach the kernel as byte offsets added to the operands' own, through registered memory
+// at an offset (a cl_mem plus offset), SVM at an offset and plain host memory.
+TEST_F(OpenclBackendTest, OperationsLongerThanOneLaunchPartAreExact) {
+  const size_t bytes = 2 * ocl::kMaxLaunchBytes + 4099;
+  std::vector<uint8_t> src(bytes), regMem(bytes + 64, 0), out(bytes, 0);
+  std::mt19937 rng(11);
+  for (auto& v : src) v = static_cast<uint8_t>(rng());
+  void* coarse = nullptr;
+  ASSERT_EQ(dev_->allocSvm(bytes + 64, false, &coarse), Result::kSuccess);
+  auto* c = static_cast<uint8_t*>(coarse);
+  HostRegistration* reg = nullptr;
+  ASSERT_EQ(dev_->registerHost(regMem.data(), regMem.size(), &reg), Result::kSuccess);
+  // host -> registered(+5) -> coarse(+3) (the copy kernel) -> host
+  std::memcpy(regMem.data() + 5, src.data(), bytes);
+  ASSERT_EQ(dev_->copy(c + 3, regMem.data() + 5, bytes, nullptr), Result::kSuccess) << lastError();
+  ASSERT_EQ(dev_->copy(out.data(), c + 3, bytes, nullptr), Result::kSuccess);
+  EXPECT_EQ(out, src);
+
+  // float sum: registered dst at +16 bytes, SVM a at +4, plain host b; two full parts, a body of
+  // a multiple of 64 and a rest.
+  const size_t count = 2 * ocl::launchItems(sizeof(float)) + 321;
+  std::vector<float> a(count), b(count), sum(count + 4, 0.0f);
+  for (size_t i = 0; i < count; ++i) {
+    a[i] = static_cast<float>(i % 1000);
+    b[i] = static_cast<float>((i * 7) % 1000) + 0.5f;
+  }
+  void* svm = nullptr;
+  ASSERT_EQ(dev_->allocSvm((count + 1) * sizeof(float), false, &svm), Result::kSuccess);
+  float* da = static_cast<float*>(svm) + 1;
+  ASSERT_EQ(dev_->copy(da, a.data(), count * sizeof(float), nullptr), Result::kSuccess);
+  HostRegistration* sumReg = nullptr;
+  ASSERT_EQ(dev_->registerHost(sum.data(), sum.size() * sizeof(float), &sumReg), Result::kSuccess);
+  ReduceSpec spec;
+  spec.dtype = DataType::kFloat32;
+  ASSERT_EQ(dev_->reduce(sum.data() + 4, da, b.data(), count, spec, true, true, nullptr), Result::kSuccess)
+      << lastError();
+  for (size_t i = 0; i < count; ++i) ASSERT_EQ(sum[i + 4], a[i] + b[i]) << i;
+  EXPECT_EQ(sum[0] + sum[1] + sum[2] + sum[3], 0.0f);  // nothing written before dst
+
+  EXPECT_EQ(dev_->unregisterHost(sumReg), Result::kSuccess);
+  EXPECT_EQ(dev_->unregisterHost(reg), Result::kSuccess);
+  EXPECT_EQ(dev_->free(svm), Result::kSuccess);
+  EXPECT_EQ(dev_->free(coarse), Result::kSuccess);
+}
+
 // ---- streams, fences, gates ----------------------------------------------------------------------
 
 TEST_F(OpenclBackendTest, CheckStreamRefusesWhatIsNotOurQueue) {
