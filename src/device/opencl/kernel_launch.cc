@@ -56,7 +56,10 @@ Result launchKernel(Runtime& rt, cl_command_queue q, cl_kernel k, size_t n, size
   const size_t full = launchItems(elemBytes);
   for (size_t done = 0; done < n;) {
     const LaunchPart part = nextLaunch(n, done, full);
-    if (rt.firstLaunchOf(k, part.local)) MIXCCL_TRY(launchWidest(rt, k, part.local, full, ops, nOps, what));
+    if (rt.needsWidestLaunch(k, part.local)) {
+      MIXCCL_TRY(launchWidest(rt, k, part.local, full, ops, nOps, what));
+      rt.noteWidestLaunch(k, part.local);
+    }
     for (size_t i = 0; i < nOps; ++i) {
       MIXCCL_TRY(setArg<cl_ulong>(k, ops[i].offArg, offsetOf(ops[i].op) + part.first * elemBytes));
     }

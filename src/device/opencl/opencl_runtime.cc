@@ -377,7 +377,11 @@ Result Runtime::reduceKernel(DataType dtype, RedOpKind op, int flags, cl_kernel*
   return Result::kSuccess;
 }
 
-bool Runtime::firstLaunchOf(cl_kernel k, size_t local) { return widestFirst_ && launchedOf_.emplace(k, local).second; }
+bool Runtime::needsWidestLaunch(cl_kernel k, size_t local) const {
+  return widestFirst_ && launchedOf_.count({k, local}) == 0;
+}
+
+void Runtime::noteWidestLaunch(cl_kernel k, size_t local) { launchedOf_.emplace(k, local); }
 
 Result Runtime::widestLaunchKit(cl_command_queue* q, void** scratch) {
   if (widestQueue_ == nullptr) {

@@ -104,9 +104,11 @@ class Runtime {
   Result copyKernel(cl_kernel* out);
   std::mutex& kernelMu() { return kernelMu_; }
   // POCL before 7.0 needs the widest launch of each kernel and work-group size first
-  // (kernel_launch.h): true the first time a pair is asked about on such a platform, false after
-  // and on every other platform. The caller holds kernelMu.
-  bool firstLaunchOf(cl_kernel k, size_t local);
+  // (kernel_launch.h): needsWidestLaunch is true on such a platform until noteWidestLaunch records
+  // the pair (after that launch succeeded, so a failed one is tried again rather than skipped),
+  // false on every other platform. The caller holds kernelMu.
+  bool needsWidestLaunch(cl_kernel k, size_t local) const;
+  void noteWidestLaunch(cl_kernel k, size_t local);
   // A queue for those launches alone (the internal queue may wait behind a user's event) and
   // kMaxLaunchBytes of SVM for their operands, made on first call. The caller holds
   // kernelMu.
@@ -166,7 +168,7 @@ class Runtime {
   cl_kernel copyKernel_ = nullptr;
   std::mutex kernelMu_;
   bool widestFirst_ = false;                           // POCL before 7.0
-  std::set<std::pair<cl_kernel, size_t>> launchedOf_;  // firstLaunchOf's pairs, under kernelMu_
+  std::set<std::pair<cl_kernel, size_t>> launchedOf_;  // noteWidestLaunch's pairs, under kernelMu_
   cl_command_queue widestQueue_ = nullptr;
   void* widestScratch_ = nullptr;
 
