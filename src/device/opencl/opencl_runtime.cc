@@ -47,6 +47,18 @@ bool poclBefore7(const std::string& version) {
   return at != std::string::npos && std::atoi(version.c_str() + at + 5) < 7;
 }
 
+// An in-order queue of the runtime's own; *out stays null on failure.
+Result newQueue(cl_context context, cl_device_id device, cl_command_queue* out) {
+  cl_int err = CL_SUCCESS;
+  cl_command_queue q = clCreateCommandQueueWithProperties(context, device, nullptr, &err);
+  if (q == nullptr || err != CL_SUCCESS) {
+    return fail(Result::kUnhandledDeviceError, "OpenCL backend: clCreateCommandQueueWithProperties failed (%s)",
+                clErrorName(err));
+  }
+  *out = q;
+  return Result::kSuccess;
+}
+
 std::vector<cl_platform_id> platforms() {
   cl_uint n = 0;
   if (clGetPlatformIDs(0, nullptr, &n) != CL_SUCCESS || n == 0) return {};
@@ -285,12 +297,10 @@ Result Runtime::init() {
       alignBits >= 8) {
     hostPtrAlign_ = alignBits / 8;
   }
-  cl_int err = CL_SUCCESS;
-  internalQueue_ = clCreateCommandQueueWithProperties(context_, device_, nullptr, &err);
-  if (internalQueue_ == nullptr || err != CL_SUCCESS) {
+  const Result queued = newQueue(context_, device_, &internalQueue_);
+  if (queued != Result::kSuccess) {
     clReleaseContext(context_);
-    return fail(Result::kUnhandledDeviceError, "OpenCL backend: clCreateCommandQueueWithProperties failed (%s)",
-                clErrorName(err));
+    return queued;
   }
   // ICD rule: every object of a platform starts with the pointer to its dispatch table.
   dispatch_ = *reinterpret_cast<const void* const*>(context_);
@@ -384,15 +394,7 @@ bool Runtime::needsWidestLaunch(cl_kernel k, size_t local) const {
 void Runtime::noteWidestLaunch(cl_kernel k, size_t local) { launchedOf_.emplace(k, local); }
 
 Result Runtime::widestLaunchKit(cl_command_queue* q, void** scratch) {
-  if (widestQueue_ == nullptr) {
-    cl_int err = CL_SUCCESS;
-    widestQueue_ = clCreateCommandQueueWithProperties(context_, device_, nullptr, &err);
-    if (widestQueue_ == nullptr || err != CL_SUCCESS) {
-      widestQueue_ = nullptr;
-      return fail(Result::kUnhandledDeviceError, "OpenCL backend: clCreateCommandQueueWithProperties failed (%s)",
-                  clErrorName(err));
-    }
-  }
+  if (widestQueue_ == nullptr) MIXCCL_TRY(newQueue(context_, device_, &widestQueue_));
   if (widestScratch_ == nullptr) widestScratch_ = svm_->alloc(CL_MEM_READ_WRITE, kMaxLaunchBytes);
   if (widestScratch_ == nullptr) {
     return fail(Result::kSystemError, "OpenCL backend: no device memory for %zu bytes of launch scratch",
