@@ -68,7 +68,7 @@ def skip(reason):
 def check_prerequisites():
     if os.geteuid() != 0:
         skip("needs root (network namespaces, veth pairs, bridges, tap devices)")
-    for tool in ("ip", "bridge", "unshare"):
+    for tool in ("ip", "bridge", "unshare", "nsenter"):
         if shutil.which(tool) is None:
             skip(f"'{tool}' is not installed (iproute2, util-linux)")
     probe = f"mxnfprobe{os.getpid()}"
@@ -239,22 +239,31 @@ def dump(ranks, tail=15):
             print(f"    {l}")
 
 
+def in_ns(ns, *cmd, check=True):
+    """Runs cmd in network namespace ns at once, for what happens while a job runs (the faults,
+    their heals, the look at a stopped rank's senders), which is timed.
+    Not `ip -n` / `bridge -n`: those also give the command a mount namespace of its own with /sys
+    mounted again, and the unmount waits for an RCU grace period, 4-15 s with both cores busy: a
+    5 s flap became a 20 s outage, which every rank rightly reported as an unreachable peer."""
+    return sh("nsenter", f"--net=/run/netns/{ns}", *cmd, check=check)
+
+
 def inject(net, scenario, k):
     if scenario in ("blackhole", "sender"):
         # Port state "disabled": the bridge drops the port's frames both ways, carrier stays up.
         # (`ip link set ... type bridge_slave state 0` reports success and changes nothing.)
-        sh("bridge", "-n", net.hub, "link", "set", "dev", f"v{k}", "state", "0")
+        in_ns(net.hub, "bridge", "link", "set", "dev", f"v{k}", "state", "0")
     elif scenario in ("down-rank", "flap"):
-        sh("ip", "-n", net.ns(k), "link", "set", "nf0", "down")
+        in_ns(net.ns(k), "ip", "link", "set", "nf0", "down")
     elif scenario in ("down-peer", "flap-peer"):
-        sh("ip", "-n", net.hub, "link", "set", f"v{k}", "down")
+        in_ns(net.hub, "ip", "link", "set", f"v{k}", "down")
 
 
 def heal(net, scenario, k):
     if scenario == "flap":
-        sh("ip", "-n", net.ns(k), "link", "set", "nf0", "up")
+        in_ns(net.ns(k), "ip", "link", "set", "nf0", "up")
     else:
-        sh("ip", "-n", net.hub, "link", "set", f"v{k}", "up")
+        in_ns(net.hub, "ip", "link", "set", f"v{k}", "up")
 
 
 def run_failing(scenario, args, prefix, port):
@@ -343,7 +352,7 @@ def run_healing(scenario, args, prefix, port):
                 time.sleep(args.pause / 2)
                 # Senders to the stopped rank sit behind its closed receive window: the case where
                 # TCP_USER_TIMEOUT would tear a healthy job down (docs/DEBUGGING.md section 6).
-                persist = sum(sh("ip", "netns", "exec", net.ns(i), "ss", "-tno", check=False).stdout.count("persist")
+                persist = sum(in_ns(net.ns(i), "ss", "-tno", check=False).stdout.count("persist")
                               for i in range(net.nranks) if i != k)
                 print(f"{scenario}: {persist} connection(s) to the stopped rank wait behind a closed window")
                 if persist == 0:
