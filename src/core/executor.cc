@@ -332,6 +332,71 @@ Result Stream::tryStep(Op& op, const algo::Step& s) {
   return Result::kSuccess;
 }
 
+Result Stream::runPlainSteps(int64_t polls) {
+  if (ops_.size() != 1 || opIndex_ != 0 || stepIndex_ != 0 || connected_) return Result::kSuccess;
+  Op& op = *ops_[0];
+  Communicator& comm = *op.comm;
+  // progress() begins a new operation as here, but may connect lanes and drop registrations: no
+  // quick start then (no registrations: no zero-copy message either).
+  if (op.queue != nullptr || !comm.regions().empty() || comm.regions().hasDropped()) return Result::kSuccess;
+  if (!comm.connectedBefore(op.lane, op.schedule.get())) return Result::kSuccess;
+  connected_ = true;
+  // Owed closing tokens that have come; one that has not stands before this operation's message
+  // on its lane, where the stamp check below stops.
+  if (op.lane == kLaneColl && !comm.owedTokens().empty()) MIXCCL_TRY(drainOwed(op));
+  const auto& steps = op.schedule->steps;
+  const size_t elem = dataTypeSize(op.dtype);
+  for (; stepIndex_ < steps.size(); ++stepIndex_) {
+    const algo::Step& s = steps[stepIndex_];
+    if (comm.aborted() || comm.revoked()) return Result::kSuccess;
+    if (op.lane == kLaneColl && algo::isToken(s)) {
+      if (isSkippedToken(op, s)) continue;
+      if (isOwedToken(op, stepIndex_)) {
+        MIXCCL_TRY(oweToken(op, s.recvPeer));
+        continue;
+      }
+      if (s.sendPeer < 0 || sendToken(op, s.sendPeer) != Result::kSuccess) return Result::kSuccess;
+      continue;
+    }
+    if (s.sourceCount != 0 || algo::isToken(s)) return Result::kSuccess;
+    const size_t bytes = s.count * elem;
+    RecvConnection* rconn = nullptr;
+    const void* in = nullptr;
+    if (s.recvPeer >= 0) {
+      if (comm.recvConnection(s.recvPeer, op.lane, &rconn) != Result::kSuccess) return Result::kSuccess;
+      size_t got = 0;
+      uint64_t stamp = 0;
+      Result r = rconn->peek(&in, &got, &stamp);
+      for (int64_t i = 0; r == Result::kInProgress && i < polls; ++i) r = rconn->peek(&in, &got, &stamp);
+      // A probe carries kStampProbe, so it stops here too, as anything not this step's message.
+      if (r != Result::kSuccess || stamp != op.stamp || got != bytes) return Result::kSuccess;
+    }
+    SendConnection* sconn = nullptr;
+    void* slot = nullptr;
+    if (s.sendPeer >= 0) {
+      // The slot is the last thing taken: once it is, the step completes or the operation fails.
+      if (comm.sendConnection(s.sendPeer, op.lane, &sconn) != Result::kSuccess || bytes > sconn->slotBytes() ||
+          sconn->acquireFor(bytes, &slot) != Result::kSuccess) {
+        return Result::kSuccess;
+      }
+    }
+    waitingPeer_ = s.sendPeer >= 0 ? s.sendPeer : s.recvPeer;
+    waitingRecv_ = s.sendPeer < 0;
+    if (rconn != nullptr && op.lane == kLaneColl) comm.board().notePeerReached(s.recvPeer, op.seq);
+    void* dst = bufferAt(op, s.dst, s.dstOffset);
+    const void* src = bufferAt(op, s.src, s.srcOffset);
+    if ((dst != nullptr || slot != nullptr) && bytes > 0) {
+      MIXCCL_TRY(issueWork(op, describeWork(op, s, in, dst, slot, src, /*landed=*/false)));
+    }
+    if (sconn != nullptr) {
+      MIXCCL_TRY(sconn->commit(bytes, op.stamp));
+      noteSend(sconn);
+    }
+    if (rconn != nullptr) MIXCCL_TRY(rconn->release());
+  }
+  return Result::kSuccess;
+}
+
 // At most this many receives get a landing spot at once: the FIFO depth bounds how many messages
 // can have arrived anyway.
 constexpr size_t kMaxLandings = 8;
@@ -477,6 +542,14 @@ bool Stream::isOwedToken(const Op& op, size_t step) {
   return step + 1 == steps.size() && op.lane == kLaneColl && steps[step].recvPeer >= 0 && algo::isToken(steps[step]);
 }
 
+// The root's closing token from `peer` is left owed (isOwedToken).
+Result Stream::oweToken(Op& op, int peer) {
+  RecvConnection* rconn = nullptr;
+  MIXCCL_TRY(op.comm->recvConnection(peer, kLaneColl, &rconn));
+  op.comm->owedTokens().add(peer, identityOf(op), OwedTokens::limit(rconn->messageDepth()));
+  return Result::kSuccess;
+}
+
 // Reads what has arrived of the closing tokens `peer` owes this rank (peekData, owedOnly): kSuccess
 // once none is owed any more, kInProgress while one has not arrived, kInvalidUsage when another
 // message stands where one is due.
@@ -552,10 +625,7 @@ Result Stream::progress(bool* advanced) {
           continue;
         }
         if (isOwedToken(op, stepIndex_)) {
-          const int peer = steps[stepIndex_].recvPeer;
-          RecvConnection* rconn = nullptr;
-          MIXCCL_TRY(op.comm->recvConnection(peer, kLaneColl, &rconn));
-          op.comm->owedTokens().add(peer, identityOf(op), OwedTokens::limit(rconn->messageDepth()));
+          MIXCCL_TRY(oweToken(op, steps[stepIndex_].recvPeer));
           ++stepIndex_;
           *advanced = true;
           continue;

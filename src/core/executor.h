@@ -27,6 +27,7 @@
 // Threading: called by the thread that issued the call / ncclGroupEnd, or by the communicator's
 // progress thread for queued work; not re-entrant per comm.
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
@@ -74,10 +75,21 @@ class Stream {
   // Forgets a step whose device work is still in flight (the run failed; engine.cc waits for the
   // work queues before the stream gates open).
   void dropPending();
+  // The quick start of a call outside a group on host memory (group.cc): on a new stream of one
+  // operation with no work queue, runs its plain steps (a receive, a send, a copy or a
+  // two-operand reduction, a closing token; no multi-source fold or zero-copy message) one after
+  // the other, polling at most `polls` times for each peer's message, and stops at the first
+  // step that needs more: a message that has not come, a full lane, a probe, a message of another
+  // operation, an abort. progress() then goes on from there as if it had run those steps itself,
+  // and reports what made this stop. Nothing is taken that a stop leaves half used. An error
+  // here (a lane that broke while a step ran) fails the operation, as progress() would.
+  // runStreams' framing costs a small call about as much as its steps (docs/ENGINE.md).
+  Result runPlainSteps(int64_t polls);
 
  private:
   static bool isSkippedToken(const Op& op, const algo::Step& s);
   static bool isOwedToken(const Op& op, size_t step);
+  Result oweToken(Op& op, int peer);
   Result readOwed(Op& op, int peer);
   Result drainOwed(Op& op);
   Result settleOwed(Op& op, bool* ready);
@@ -161,5 +173,9 @@ void partitionOps(const std::vector<Op*>& ops, std::vector<Stream>* streams);
 // Runs all streams to completion (or the first error, after which the remaining streams are
 // abandoned; their communicators record the error as their async error).
 Result runStreams(std::vector<Stream>& streams);
+
+// How many times an idle wait polls before it yields the CPU (MIXCCL_SPIN_COUNT; its automatic
+// default follows whether the host's `localRanks` ranks each have a core).
+int64_t spinPolls(int localRanks);
 
 }  // namespace mixccl

@@ -99,25 +99,28 @@ Result planOp(Op* op) {
     MIXCCL_TRY(op->comm->backend()->copy(op->spec.scalar, op->deviceScalar, dataTypeSize(op->dtype), nullptr));
   }
   Communicator* comm = op->comm;
-  PlanKey key = planKeyOf(*op);
-  key.algo = op->algo;
-  algo::CollArgs args;
-  args.kind = op->kind;
-  args.rank = comm->rank();
-  args.nranks = comm->nranks();
-  args.root = op->root;
-  args.count = op->count;
-  const size_t elem = dataTypeSize(op->dtype);
-  args.chunkElems = key.chunkElems;
-  args.fifoDepth = static_cast<uint32_t>(config::getInt(config::Knob::kFifoDepth));
-  args.algo = op->algo;
-  if (op->schedule == nullptr) op->schedule = comm->plans().findSchedule(key);
+  // prepareOp() found the schedule of a repeated call already.
   if (op->schedule == nullptr) {
-    auto built = std::make_shared<algo::Schedule>();
-    MIXCCL_TRY(algo::buildSchedule(args, built.get()));
-    op->schedule = built;
-    comm->plans().storeSchedule(key, std::move(built));
+    PlanKey key = planKeyOf(*op);
+    key.algo = op->algo;
+    op->schedule = comm->plans().findSchedule(key);
+    if (op->schedule == nullptr) {
+      algo::CollArgs args;
+      args.kind = op->kind;
+      args.rank = comm->rank();
+      args.nranks = comm->nranks();
+      args.root = op->root;
+      args.count = op->count;
+      args.chunkElems = key.chunkElems;
+      args.fifoDepth = static_cast<uint32_t>(config::getInt(config::Knob::kFifoDepth));
+      args.algo = op->algo;
+      auto built = std::make_shared<algo::Schedule>();
+      MIXCCL_TRY(algo::buildSchedule(args, built.get()));
+      op->schedule = built;
+      comm->plans().storeSchedule(key, std::move(built));
+    }
   }
+  const size_t elem = dataTypeSize(op->dtype);
   if (op->schedule->scratchElems > 0) {
     const size_t bytes = op->schedule->scratchElems * elem;
     Result r = op->scratch.allocate(&comm->scratchPool(), comm->backend(), bytes);

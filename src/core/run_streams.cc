@@ -39,14 +39,7 @@ struct PartitionKeys {
 // More spins were slower still (200: 1.7-2x, 2000: 10x at 8 ranks).
 class Backoff {
  public:
-  explicit Backoff(int localRanks) {
-    spins_ = config::getInt(config::Knob::kSpinCount);
-    if (spins_ < 0) {
-      // hardware_concurrency() reads /sys on every call: once per process is enough.
-      static const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-      spins_ = static_cast<unsigned>(localRanks) <= cores ? 20000 : 0;
-    }
-  }
+  explicit Backoff(int localRanks) : spins_(spinPolls(localRanks)) {}
   void reset() { idle_ = 0; }
   // `deviceOnCores`: what this wait waits for runs on this host's cores; spinning would take them.
   // A nap ends early when a transport of the streams' communicators signals news (armWait).
@@ -121,6 +114,16 @@ constexpr std::chrono::milliseconds kCheckAfter{10};
 constexpr std::chrono::milliseconds kProbeAfter{200};
 constexpr std::chrono::milliseconds kReprobeEvery{1000};
 constexpr std::chrono::milliseconds kOpenLanesAfter{1000};
+
+int64_t spinPolls(int localRanks) {
+  int64_t spins = config::getInt(config::Knob::kSpinCount);
+  if (spins < 0) {
+    // hardware_concurrency() reads /sys on every call: once per process is enough.
+    static const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    spins = static_cast<unsigned>(localRanks) <= cores ? 20000 : 0;
+  }
+  return spins;
+}
 
 void partitionOps(const std::vector<Op*>& ops, std::vector<Stream>* streams) {
   if (ops.size() == 1) {  // a call outside a group: one stream, nothing to sort
