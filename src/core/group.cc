@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <map>
-#include <new>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -37,8 +36,8 @@ struct GroupState {
 // (the operator, the lane, the tuner's remembered decision, the buffer checks) cost a 2-rank 8 B
 // all-reduce about 330 of its 2,800 instructions (callgrind). Only calls whose preparation
 // depends on nothing but what is compared here are remembered: built-in operators (a user's
-// operator may be destroyed and its number given to another), no stream, no TUNING log (which
-// wants every decision). The communicator's random hash tells a new communicator made at a
+// operator may be destroyed and its number given to another), no stream, a synchronous backend, no
+// TUNING log (which wants every decision). The communicator's random hash tells a new communicator made at a
 // destroyed one's address from it. The buffers were found readable at the last call, as the
 // host backend's own check remembers recent pages (host_backend.cc).
 class LastCall {
@@ -60,6 +59,9 @@ class LastCall {
   void remember(const Op& op) {
     comm_ = nullptr;
     if (op.stream != nullptr || op.redOp >= kNumBuiltinOps || op.deviceScalar != nullptr) return;
+    // A device backend tells its memory by the allocations it knows, which come and go: its
+    // buffers are checked every time.
+    if ((op.comm->backend()->caps().flags & kCapAsync) != 0) return;
     comm_ = op.comm;
     commHash_ = op.comm->commHash();
     kind_ = op.kind;
@@ -121,13 +123,13 @@ constexpr size_t kMaxSpareOps = 16;
 // Keeps `op`, which ran on this thread, for newOp(): back to a new operation's state but for its
 // schedule (its scratch memory returns to the pool now). Never allocates (newOp() reserved the
 // room): it runs in scope guards.
+const OpValues kFreshOp{};
+
 void recycle(std::unique_ptr<Op> op, std::vector<std::unique_ptr<Op>>& spares) {
   if (op == nullptr || spares.size() >= std::min(kMaxSpareOps, spares.capacity())) return;
-  std::shared_ptr<const algo::Schedule> schedule = std::move(op->schedule);
-  if (schedule != nullptr && schedule->steps.size() > PlanCache::kMaxSteps) schedule = nullptr;
-  op->~Op();
-  new (op.get()) Op();
-  op->schedule = std::move(schedule);
+  if (op->schedule != nullptr && op->schedule->steps.size() > PlanCache::kMaxSteps) op->schedule = nullptr;
+  op->scratch.reset();
+  static_cast<OpValues&>(*op) = kFreshOp;  // op.h says why not `new (op) Op()`
   spares.push_back(std::move(op));
 }
 

@@ -53,9 +53,7 @@ class ScratchPool {
 class ScratchMemory {
  public:
   ScratchMemory() = default;
-  ~ScratchMemory() {
-    if (ptr_ != nullptr) pool_->give(ptr_, capacity_);
-  }
+  ~ScratchMemory() { reset(); }
   ScratchMemory(const ScratchMemory&) = delete;
   ScratchMemory& operator=(const ScratchMemory&) = delete;
   Result allocate(ScratchPool* pool, DeviceBackend* backend, size_t bytes) {
@@ -63,6 +61,13 @@ class ScratchMemory {
     return pool->take(backend, bytes, &ptr_, &capacity_);
   }
   void* get() const { return ptr_; }
+  // Gives the memory back now (as the destructor does).
+  void reset() {
+    if (ptr_ != nullptr) pool_->give(ptr_, capacity_);
+    pool_ = nullptr;
+    ptr_ = nullptr;
+    capacity_ = 0;
+  }
 
  private:
   ScratchPool* pool_ = nullptr;
