@@ -43,57 +43,38 @@ struct GroupState {
 class LastCall {
  public:
   bool repeats(const Op& op) const {
-    return op.comm == comm_ && op.kind == kind_ && op.input == input_ && op.output == output_ && op.count == count_ &&
-           op.dtype == dtype_ && op.redOp == redOp_ && op.root == root_ && op.stream == nullptr &&
-           op.comm->commHash() == commHash_ && !log::enabled(log::Level::kInfo, log::kTune);
+    return op.comm == call_.comm && op.kind == call_.kind && op.input == call_.input && op.output == call_.output &&
+           op.count == call_.count && op.dtype == call_.dtype && op.redOp == call_.redOp && op.root == call_.root &&
+           op.stream == nullptr && op.comm->commHash() == commHash_ && !log::enabled(log::Level::kInfo, log::kTune);
   }
   // Fills in what prepareOp() did for the remembered call.
   void apply(Op* op) const {
-    op->reduction = prepared_.reduction;
-    op->spec = prepared_.spec;
-    op->lane = prepared_.lane;
-    op->algo = prepared_.algo;
-    op->predictedSeconds = prepared_.predictedSeconds;
-    if (op->schedule != prepared_.schedule) op->schedule = prepared_.schedule;
+    op->reduction = call_.reduction;
+    op->spec = call_.spec;
+    op->lane = call_.lane;
+    op->algo = call_.algo;
+    op->predictedSeconds = call_.predictedSeconds;
+    if (op->schedule != schedule_) op->schedule = schedule_;
   }
   void remember(const Op& op) {
-    comm_ = nullptr;
+    call_.comm = nullptr;
     if (op.stream != nullptr || op.redOp >= kNumBuiltinOps || op.deviceScalar != nullptr) return;
     // A device backend tells its memory by the allocations it knows, which come and go: its
     // buffers are checked every time.
     if ((op.comm->backend()->caps().flags & kCapAsync) != 0) return;
-    comm_ = op.comm;
+    call_ = op;
     commHash_ = op.comm->commHash();
-    kind_ = op.kind;
-    input_ = op.input;
-    output_ = op.output;
-    count_ = op.count;
-    dtype_ = op.dtype;
-    redOp_ = op.redOp;
-    root_ = op.root;
-    prepared_.reduction = op.reduction;
-    prepared_.spec = op.spec;
-    prepared_.lane = op.lane;
-    prepared_.algo = op.algo;
-    prepared_.predictedSeconds = op.predictedSeconds;
-    if (prepared_.schedule != op.schedule) prepared_.schedule = op.schedule;
+    if (schedule_ != op.schedule) schedule_ = op.schedule;
   }
   // Once the call has run: planOp() found the schedule where prepareOp() may not have.
   void noteSchedule(const Op& op) {
-    if (op.comm == comm_ && prepared_.schedule != op.schedule) prepared_.schedule = op.schedule;
+    if (op.comm == call_.comm && schedule_ != op.schedule) schedule_ = op.schedule;
   }
 
  private:
-  Communicator* comm_ = nullptr;  // nullptr: nothing remembered
+  OpValues call_;  // the call and what prepareOp() made of it; comm nullptr: nothing remembered
   uint64_t commHash_ = 0;
-  CollKind kind_ = CollKind::kAllReduce;
-  const void* input_ = nullptr;
-  void* output_ = nullptr;
-  uint64_t count_ = 0;
-  DataType dtype_ = DataType::kFloat32;
-  int redOp_ = 0;
-  int root_ = 0;
-  Op prepared_;  // the fields prepareOp() fills, and the schedule
+  std::shared_ptr<const algo::Schedule> schedule_;
 };
 
 // This thread's group, and the scratch its runs reuse from call to call (a small collective
