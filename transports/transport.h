@@ -139,7 +139,10 @@ class RecvConnection {
     (void)wantStamp;
     return peek(data, bytes, stamp);
   }
-  // Returns the slot of the oldest message not yet released to the sender.
+  // Returns the slot of the oldest message not yet released to the sender. The sender may learn
+  // of releases late, several at once (RDMA: telling it costs as many packets as a small
+  // message), but of every release at the latest when this transport's armWait() runs, that is
+  // before the engine waits; the slots held back that way count against messageDepth().
   virtual Result release() = 0;
   // As SendConnection's: releases between the two calls may reach the sender together.
   virtual void holdPublish() {}

@@ -15,10 +15,11 @@
 //    for data and one for a probe. Every schedule is deadlock-free with one free slot per lane
 //    (schedule.h) but the ring's pieces (ring_pass.h), whose rounds begin with up to four sends:
 //    so every collective first reads the tokens owed to it that have arrived (Stream::drainOwed),
-//    which waits for nobody. On TCP and RDMA every message takes a slot, so the limit is MIXCCL_FIFO_DEPTH
+//    which waits for nobody. On TCP every message takes a slot, so the limit is MIXCCL_FIFO_DEPTH
 //    - 2 (6 by default), and below a depth of 3 it is 0: the root waits for its token before it
-//    returns. On shm an empty message takes only a line of the lane (shm_segment.h), 64 by
-//    default, so 62 tokens may stay owed there and the root's call k is read by call k + 63;
+//    returns. RDMA counts the releases it holds back as taken (3 by default). On shm an empty
+//    message takes only a line of the lane (shm_segment.h), 64 by default, so 62 tokens may stay
+//    owed there and the root's call k is read by call k + 63;
 //  - ncclCommFinalize, after its barrier (every rank has sent everything by then).
 // So a stream of broadcasts from one root is pipelined: the root runs up to limit() calls ahead
 // of the rank that closes its tree, where waiting would cost a round trip per call (at 8 ranks on

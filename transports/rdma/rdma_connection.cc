@@ -9,11 +9,24 @@
 // the local completion queue (the staging slot is free again).
 //
 // Receiver: each message consumes one posted receive, whose completion says the data is in place;
-// the receive is posted again at once. release() writes the count of released messages into the
-// sender's credit word (8 bytes, inline).
+// the receive is posted again at once. A credit write puts the count of released messages into
+// the sender's credit word (8 bytes, inline).
+//
+// Credits are batched. A credit costs a write and its acknowledgement, as many packets as a small
+// message, so a receiver that told every release would double the packets of small messages. It
+// writes one once half the slots (at least one) were released since the last, at once for a
+// zero-copy message (the sender's flush() waits for that release), and before its rank waits
+// (RdmaHub::armWait, the engine's idle naps), whatever it holds. Why no schedule can deadlock
+// for it: a sender short of slots has at least depth/2 + 1 messages unread by the receiver
+// (fewer than depth/2 releases are held back), so the receiver has work; and a receiver that has
+// none waits, and pays what it holds before its first nap, so a sender waits for held credits no
+// longer than the receiver's spin phase. Holding back only narrows how far a sender may run
+// ahead of a receiver that is busy elsewhere (another communicator's call): depth/2 + 1 messages
+// at worst instead of depth, never fewer than one.
 
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -223,6 +236,10 @@ RdmaRecvConnection::RdmaRecvConnection(std::shared_ptr<RdmaHub> hub, int peer, i
 }
 
 RdmaRecvConnection::~RdmaRecvConnection() {
+  if (inDebtors_) {
+    auto& d = hub_->creditDebtors;
+    d.erase(std::remove(d.begin(), d.end(), this), d.end());
+  }
   if (ep_ != nullptr) hub_->close(ep_);  // first: no read may still land in a region unpinned below
   for (const Fetch& f : fetch_) {
     if (f.mr != nullptr) hub_->regs->unpin(f.mr);
@@ -285,7 +302,7 @@ Result RdmaRecvConnection::pump() {
       --creditsInFlight_;  // a credit write completed
     }
   }
-  if (creditOwed_ && creditsInFlight_ < depth_ && ep_->state != RdmaEndpoint::State::kFailed) MIXCCL_TRY(postCredit());
+  if (creditDue_ && creditsInFlight_ < depth_ && ep_->state != RdmaEndpoint::State::kFailed) MIXCCL_TRY(postCredit());
   return Result::kSuccess;
 }
 
@@ -387,12 +404,27 @@ Result RdmaRecvConnection::release() {
   Fetch& f = fetch_[read_ % depth_];
   if (f.state == Fetch::State::kReading) return fail(Result::kInternalError, "rdma: release of a message still read");
   if (f.mr != nullptr) hub_->regs->unpin(f.mr);
+  const bool lent = f.state != Fetch::State::kNone;  // a zero-copy message: its sender waits for this
   f = Fetch{};
   ++read_;
+  creditOwed_ = true;
+  if (lent || read_ - credited_ >= creditBatch()) creditDue_ = true;
+  if (!creditDue_) {  // held back (see the top of this file) until more releases or a wait
+    if (!inDebtors_) hub_->creditDebtors.push_back(this);
+    inDebtors_ = true;
+    return Result::kSuccess;
+  }
   // The sender needs the newest count, not every one: with `depth` credit writes in flight the
   // next goes out when one completes (pump()), carrying every release before it.
-  creditOwed_ = true;
   return creditsInFlight_ < depth_ ? postCredit() : Result::kSuccess;
+}
+
+void RdmaRecvConnection::payCredits() {
+  inDebtors_ = false;
+  if (!creditOwed_ || ep_ == nullptr || ep_->state == RdmaEndpoint::State::kFailed) return;
+  creditDue_ = true;
+  // A failure here is kept in the endpoint's state and reported by the next peek.
+  if (creditsInFlight_ < depth_) (void)postCredit();
 }
 
 Result RdmaRecvConnection::postCredit() {
@@ -416,7 +448,9 @@ Result RdmaRecvConnection::postCredit() {
     return failed();
   }
   ++creditsInFlight_;
+  credited_ = read_;
   creditOwed_ = false;
+  creditDue_ = false;
   return Result::kSuccess;
 }
 

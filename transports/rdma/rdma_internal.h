@@ -23,6 +23,7 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -143,6 +144,8 @@ inline size_t rdmaRail(int a, int b, size_t railsA, size_t railsB) {
   return n == 0 ? 0 : static_cast<size_t>(a) % n;
 }
 
+class RdmaRecvConnection;
+
 struct RdmaHub {
   TransportContext ctx;
   std::vector<TransportPeer> peers;
@@ -155,6 +158,9 @@ struct RdmaHub {
   // Zero-copy messages: registered user memory, and the smallest message sent that way.
   std::unique_ptr<RdmaRegCache> regs;
   size_t zeroCopyMin = 0;
+  // Receivers holding back releases their senders have not been told of (batched credits,
+  // RdmaRecvConnection::release); armWait() sends them before the rank waits.
+  std::vector<RdmaRecvConnection*> creditDebtors;
 
   ~RdmaHub();
 
@@ -172,8 +178,9 @@ struct RdmaHub {
   // The rail of this rank's lanes with `peer`.
   size_t railTo(int peer) const { return rdmaRail(ctx.rank, peer, devices.size(), addrs[peer].size()); }
   ibv_pd* pdFor(const ibv_context* verbs) const;
-  // Idle waits (Transport::armWait): asks every completion queue to report its next completion
-  // on its device's channel, and lists the channels and the connection manager's descriptor.
+  // Idle waits (Transport::armWait): sends the credits held back, asks every completion queue to
+  // report its next completion on its device's channel, and lists the channels and the
+  // connection manager's descriptor.
   void armWait(std::vector<int>* fds);
   // Reads and acknowledges the completion events that woke a wait (ibv_destroy_cq waits for
   // every event read to be acknowledged, so nothing is left unacknowledged).
@@ -238,9 +245,16 @@ class RdmaRecvConnection final : public RecvConnection {
   Result peekInto(const Landing* spots, size_t n, uint64_t wantStamp, const void** data, size_t* bytes,
                   uint64_t* stamp) override;
   Result release() override;
-  size_t messageDepth() const override { return depth_; }
+  // Releases held back (rdma_connection.cc) keep slots from the sender as unread messages do, so
+  // they are counted off: the owed closing tokens of a lane (src/core/owed_tokens.h) then still
+  // leave it two places.
+  size_t messageDepth() const override { return depth_ - (creditBatch() - 1); }
+  // Tells the sender of every release held back (RdmaHub::armWait: this rank is about to wait).
+  void payCredits();
 
  private:
+  // Releases that are told to the sender at once: half the slots, at least one.
+  uint32_t creditBatch() const { return std::max<uint32_t>(1, depth_ / 2); }
   // Where the payload of a zero-copy message is read to, per slot.
   struct Fetch {
     enum class State : uint8_t { kNone, kReading, kDone } state = State::kNone;
@@ -263,7 +277,10 @@ class RdmaRecvConnection final : public RecvConnection {
   uint64_t read_ = 0;    // oldest message not yet released
   uint64_t filled_ = 0;  // messages whose completion arrived
   uint64_t creditsInFlight_ = 0;
+  uint64_t credited_ = 0;            // the release count the last credit write carried
   bool creditOwed_ = false;          // releases the sender has not been told of yet
+  bool creditDue_ = false;           // ... and one must tell it as soon as a write may be posted
+  bool inDebtors_ = false;           // listed in hub_->creditDebtors
   std::vector<Fetch> fetch_;         // [message % depth]
   bool announced_ = false;           // the first zero-copy landing was logged
   Result error_ = Result::kSuccess;  // sticky: the lane is unusable after a failure

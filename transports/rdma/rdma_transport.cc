@@ -188,6 +188,9 @@ void RdmaHub::drainCompletionEvents() {
 }
 
 void RdmaHub::armWait(std::vector<int>* fds) {
+  // Pay first: a sender may be waiting for exactly these credits (rdma_connection.cc).
+  for (RdmaRecvConnection* c : creditDebtors) c->payCredits();  // never adds a debtor
+  creditDebtors.clear();
   drainCompletionEvents();
   for (const auto& [id, ep] : endpoints) {
     // A queue that cannot be armed just does not wake the nap early; the nap is short.
