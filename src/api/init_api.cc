@@ -3,6 +3,8 @@
 // Communicator life cycle: unique ids, init (blocking, non-blocking, grouped), split, shrink,
 // finalize, destroy, abort, revoke.
 
+#include <pthread.h>
+
 #include <climits>
 #include <cstring>
 #include <string>
@@ -56,7 +58,10 @@ Result startInit(const char* fn, std::unique_ptr<Communicator> comm, const Uniqu
     *out = handle;
     return Result::kSuccess;
   }
-  c->initThread() = std::thread([c, id] { (void)c->init(id); });
+  c->initThread() = std::thread([c, id] {
+    pthread_setname_np(pthread_self(), "mixccl-init");  // docs/DEBUGGING.md lists the threads
+    (void)c->init(id);
+  });
   *out = handle;
   if (grouped) mixccl::group::addPendingInit(c);
   return blocking ? Result::kSuccess : Result::kInProgress;
@@ -257,6 +262,7 @@ MIXCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
     // here; destroy joins the thread.
     c->setAsyncError(Result::kInProgress);
     c->initThread() = std::thread([c] {
+      pthread_setname_np(pthread_self(), "mixccl-final");
       mixccl::log::RankScope scope(c->rank());
       c->setAsyncError(mixccl::finalizeCommunicator(*c));
     });

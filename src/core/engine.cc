@@ -2,6 +2,7 @@
 // SPDX-FileCopyrightText: 2026 The mixccl authors
 #include "src/core/engine.h"
 
+#include <pthread.h>
 #include <time.h>
 
 #include <algorithm>
@@ -152,7 +153,14 @@ Result Engine::enqueue(std::vector<std::unique_ptr<Op>> ops, bool waitDone) {
     }
     ticket = batch->ticket = nextTicket_++;
     queue_.push_back(std::move(batch));
-    if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+    if (!thread_.joinable()) {
+      thread_ = std::thread([this] { run(); });
+      // "mixccl-prog R" in top -H, gdb and perf (docs/DEBUGGING.md), named before the call returns
+      // (15 characters at most: ranks from 1000 on are cut short).
+      char name[16];
+      snprintf(name, sizeof(name), "mixccl-prog %d", comm_->rank());
+      (void)pthread_setname_np(thread_.native_handle(), name);
+    }
   }
   cv_.notify_all();
   return waitDone ? waitTicket(ticket, "ncclGroupEnd") : Result::kSuccess;

@@ -3,6 +3,7 @@
 #include "src/core/hang_report.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -111,6 +112,7 @@ void onSignal(int) {
 
 // Waits for signals and dumps every live communicator of the process.
 void signalThread() {
+  pthread_setname_np(pthread_self(), "mixccl-dump");
   for (;;) {
     char byte;
     ssize_t n = read(gSignalPipe[0], &byte, 1);

@@ -7,6 +7,7 @@
 
 #include "src/core/engine.h"
 
+#include <dirent.h>
 #include <gtest/gtest.h>
 #include <nccl.h>
 
@@ -14,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
@@ -37,6 +39,23 @@ struct UserStream {
   operator cudaStream_t() const { return reinterpret_cast<cudaStream_t>(fake); }
   FakeStream* operator->() const { return fake; }
 };
+
+// The names of this process's threads (/proc/self/task/*/comm).
+std::vector<std::string> threadNames() {
+  std::vector<std::string> names;
+  if (DIR* d = opendir("/proc/self/task")) {
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      std::FILE* f = std::fopen(("/proc/self/task/" + std::string(e->d_name) + "/comm").c_str(), "r");
+      if (f == nullptr) continue;  // the thread ended meanwhile
+      char buf[32] = {};
+      if (std::fgets(buf, sizeof(buf), f) != nullptr) names.emplace_back(buf, strcspn(buf, "\n"));
+      std::fclose(f);
+    }
+    closedir(d);
+  }
+  return names;
+}
 
 // `nranks` communicators of one unique id, each on its own AsyncBackend (one device per rank).
 class AsyncRanks {
@@ -151,6 +170,9 @@ TEST(EngineTest, CallReturnsBeforeProducerAndLaterWorkWaits) {
         << ncclGetLastError(nullptr);
     // Returned while the producer still waits: nothing could have run yet.
     EXPECT_EQ(out[0], -1.0f);
+    // The communicator's progress thread holds the work, under a name tools show.
+    const std::vector<std::string> names = threadNames();
+    EXPECT_NE(std::find(names.begin(), names.end(), "mixccl-prog " + std::to_string(r)), names.end());
     std::atomic<bool> laterSawResult{false};
     s->enqueue([&] { laterSawResult = out[0] == 3.0f && out[kCount - 1] == 3.0f; });
     producer.open();
