@@ -407,7 +407,6 @@ Result RdmaRecvConnection::release() {
   const bool lent = f.state != Fetch::State::kNone;  // a zero-copy message: its sender waits for this
   f = Fetch{};
   ++read_;
-  creditOwed_ = true;
   if (lent || read_ - credited_ >= creditBatch()) creditDue_ = true;
   if (!creditDue_) {  // held back (see the top of this file) until more releases or a wait
     if (!inDebtors_) hub_->creditDebtors.push_back(this);
@@ -421,7 +420,7 @@ Result RdmaRecvConnection::release() {
 
 void RdmaRecvConnection::payCredits() {
   inDebtors_ = false;
-  if (!creditOwed_ || ep_ == nullptr || ep_->state == RdmaEndpoint::State::kFailed) return;
+  if (read_ == credited_ || ep_ == nullptr || ep_->state == RdmaEndpoint::State::kFailed) return;
   creditDue_ = true;
   // A failure here is kept in the endpoint's state and reported by the next peek.
   if (creditsInFlight_ < depth_) (void)postCredit();
@@ -449,7 +448,6 @@ Result RdmaRecvConnection::postCredit() {
   }
   ++creditsInFlight_;
   credited_ = read_;
-  creditOwed_ = false;
   creditDue_ = false;
   return Result::kSuccess;
 }

@@ -277,9 +277,8 @@ class RdmaRecvConnection final : public RecvConnection {
   uint64_t read_ = 0;    // oldest message not yet released
   uint64_t filled_ = 0;  // messages whose completion arrived
   uint64_t creditsInFlight_ = 0;
-  uint64_t credited_ = 0;            // the release count the last credit write carried
-  bool creditOwed_ = false;          // releases the sender has not been told of yet
-  bool creditDue_ = false;           // ... and one must tell it as soon as a write may be posted
+  uint64_t credited_ = 0;            // the release count the last credit write carried (read_ beyond it: owed)
+  bool creditDue_ = false;           // a credit must go out as soon as a write may be posted
   bool inDebtors_ = false;           // listed in hub_->creditDebtors
   std::vector<Fetch> fetch_;         // [message % depth]
   bool announced_ = false;           // the first zero-copy landing was logged
