@@ -15,9 +15,11 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -330,6 +332,25 @@ int runInitKillJob() {
   return kJobOk;
 }
 
+// /dev/shm is world-writable: a FIFO (or socket) named like our objects, there by accident or
+// put there by another user, must neither block the sweep every init runs (opening a FIFO to
+// read waits for a writer) nor be removed. alarm() turns a sweep that blocks into a failed job.
+int runFifoJob() {
+  std::string why;
+  if (!testing::enterPrivateDevShm(&why)) {
+    fprintf(stderr, "job: no private /dev/shm (%s)\n", why.c_str());
+    return kJobNoPrivateShm;
+  }
+  JOB_CHECK(mkfifo("/dev/shm/mixccl-fifo", 0666) == 0, "mkfifo: %s", strerror(errno));
+  alarm(20);
+  JOB_CHECK(sweepStaleShm() == 0, "the sweep removed something");
+  JOB_CHECK(reclaimCommShm(0) == 0, "the communicator's reclaim removed something");
+  alarm(0);
+  JOB_CHECK(exists("mixccl-fifo"), "the sweep removed a FIFO that is no object of ours");
+  unlink("/dev/shm/mixccl-fifo");
+  return kJobOk;
+}
+
 void runInPrivateShm(int (*job)()) {
   pid_t pid = fork();
   ASSERT_GE(pid, 0);
@@ -346,6 +367,8 @@ void runInPrivateShm(int (*job)()) {
 TEST(ShmStale, RestartAfterKilledJobSucceedsAndReclaimsOnlyDeadObjects) { runInPrivateShm(runJob); }
 
 TEST(ShmStale, FailedSetUpRemovesThePageOfARankKilledBeforeTheExchange) { runInPrivateShm(runInitKillJob); }
+
+TEST(ShmStale, AFifoWithOurNameNeitherBlocksTheSweepNorIsRemoved) { runInPrivateShm(runFifoJob); }
 
 }  // namespace
 }  // namespace mixccl

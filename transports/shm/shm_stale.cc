@@ -98,12 +98,16 @@ uint64_t shmNonce() {
 bool reclaimStaleShm(const std::string& name, bool judgeAge) {
   const uint64_t space = shmPidSpace();
   if (space == 0) return false;
-  // O_RDONLY: judging needs no write access, and it creates nothing.
-  const int fd = shm_open(name.c_str(), O_RDONLY, 0);
+  // O_RDONLY: judging needs no write access, and it creates nothing. O_NONBLOCK: /dev/shm is
+  // world-writable, and a FIFO with a name of ours would otherwise block this open (and every
+  // communicator's init) until some process opened it for writing; it is no file of ours, so the
+  // type check below leaves it alone. Nor is a file another user owns: never ours to remove.
+  const int fd = shm_open(name.c_str(), O_RDONLY | O_NONBLOCK, 0);
   if (fd < 0) return false;
   uint8_t buf[kHeaderBytes] = {};
   struct stat st {};
-  const bool read = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && static_cast<size_t>(st.st_size) >= kHeaderBytes &&
+  const bool read = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+                    static_cast<size_t>(st.st_size) >= kHeaderBytes &&
                     pread(fd, buf, sizeof(buf), 0) == static_cast<ssize_t>(sizeof(buf));
   close(fd);
   if (!read) return false;
@@ -130,6 +134,7 @@ int sweep(const std::string& prefix, bool judgeAge) {
   int removed = 0;
   while (dirent* e = readdir(d)) {
     if (strncmp(e->d_name, prefix.c_str(), prefix.size()) != 0) continue;
+    if (e->d_type != DT_REG && e->d_type != DT_UNKNOWN) continue;  // a FIFO, socket or link: not ours
     removed += reclaimStaleShm(std::string("/") + e->d_name, judgeAge) ? 1 : 0;
   }
   closedir(d);
