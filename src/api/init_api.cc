@@ -9,6 +9,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/log.h"
 #include "src/api/guard.h"
@@ -36,6 +37,23 @@ Result checkRanks(const char* fn, int nranks, int rank) {
   if (nranks < 1) return fail(Result::kInvalidArgument, "%s: nranks is %d; it must be at least 1", fn, nranks);
   if (rank < 0 || rank >= nranks) {
     return fail(Result::kInvalidArgument, "%s: rank %d is out of range [0, %d)", fn, rank, nranks);
+  }
+  return Result::kSuccess;
+}
+
+// An error of a call inside a group is also ncclGroupEnd's (as NCCL's ncclGroupErrCheck makes it).
+Result noted(Result r) { return r == Result::kSuccess ? r : mixccl::group::noteError(r); }
+
+// The parent of ncclCommSplit and ncclCommShrink: initialised and not aborted. A revoked one is
+// fine (nccl.h: a revoked communicator can then be destroyed, split or shrunk): its bootstrap
+// still connects the ranks, and revoking only failed its queued work.
+Result lookupParent(const char* fn, ncclComm_t handle, Communicator** out) {
+  MIXCCL_TRY(mixccl::api::lookupCallerComm(fn, handle, out));
+  Communicator* c = *out;
+  if (c->initThread().joinable()) c->initThread().join();  // a non-blocking init may still run
+  if (c->state() != mixccl::CommState::kReady || c->aborted()) {
+    return fail(Result::kInvalidUsage, "%s: the parent communicator (rank %d) is not initialised, finalized or aborted",
+                fn, c->rank());
   }
   return Result::kSuccess;
 }
@@ -167,106 +185,135 @@ MIXCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int
 MIXCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
            ncclConfig_t* config) {
   return apiGuard("ncclCommSplit", [&]() -> Result {
-    const char* fn = "ncclCommSplit";
-    MIXCCL_TRY(checkOut(fn, newcomm, "newcomm"));
-    *newcomm = nullptr;
-    Communicator* parent = nullptr;
-    MIXCCL_TRY(mixccl::api::lookupReadyComm(fn, comm, &parent));
-    if (color < 0 && color != NCCL_SPLIT_NOCOLOR) {
-      return fail(Result::kInvalidArgument, "%s: color %d is negative (use NCCL_SPLIT_NOCOLOR to opt out)", fn, color);
-    }
-    CommOptions options = parent->options();
-    if (config != nullptr) MIXCCL_TRY(mixccl::api::parseConfig(fn, config, &options));
-    auto run = [parent, color, key, options, newcomm]() -> Result {
-      std::unique_ptr<Communicator> child;
-      MIXCCL_TRY(mixccl::splitCommunicator(parent, color, key, options, &child));
-      if (child) *newcomm = mixccl::api::registerComm(std::move(child));
-      return Result::kSuccess;
-    };
-    // In a group one thread may split several ranks: each split waits for the others, so they
-    // run in threads and ncclGroupEnd completes them (*newcomm is written by then).
-    if (mixccl::group::active()) {
-      mixccl::group::addTask(run);
-      return Result::kSuccess;
-    }
-    return run();
+    return noted([&]() -> Result {
+      const char* fn = "ncclCommSplit";
+      MIXCCL_TRY(checkOut(fn, newcomm, "newcomm"));
+      *newcomm = nullptr;
+      Communicator* parent = nullptr;
+      MIXCCL_TRY(lookupParent(fn, comm, &parent));
+      if (color < 0 && color != NCCL_SPLIT_NOCOLOR) {
+        return fail(Result::kInvalidArgument, "%s: color %d is negative (use NCCL_SPLIT_NOCOLOR to opt out)", fn,
+                    color);
+      }
+      CommOptions options = parent->options();
+      if (config != nullptr) MIXCCL_TRY(mixccl::api::parseConfig(fn, config, &options));
+      auto run = [parent, color, key, options, newcomm]() -> Result {
+        std::unique_ptr<Communicator> child;
+        MIXCCL_TRY(mixccl::splitCommunicator(parent, color, key, options, &child));
+        if (child) *newcomm = mixccl::api::registerComm(std::move(child));
+        return Result::kSuccess;
+      };
+      // In a group one thread may split several ranks: each split waits for the others, so they
+      // run in threads and ncclGroupEnd completes them (*newcomm is written by then).
+      if (mixccl::group::active()) {
+        mixccl::group::addTask(parent, run, /*afterOps=*/false);
+        return Result::kSuccess;
+      }
+      return run();
+    }());
   });
 }
 
 MIXCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
            ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
   return apiGuard("ncclCommShrink", [&]() -> Result {
-    const char* fn = "ncclCommShrink";
-    MIXCCL_TRY(checkOut(fn, newcomm, "newcomm"));
-    *newcomm = nullptr;
-    Communicator* parent = nullptr;
-    MIXCCL_TRY(mixccl::api::lookupCallerComm(fn, comm, &parent));
-    if (parent->state() != mixccl::CommState::kReady || parent->aborted()) {
-      return fail(Result::kInvalidUsage, "%s: the parent communicator is not initialised or was aborted", fn);
-    }
-    if (shrinkFlags != NCCL_SHRINK_DEFAULT && shrinkFlags != NCCL_SHRINK_ABORT) {
-      return fail(Result::kInvalidArgument, "%s: unknown shrinkFlags 0x%x", fn, shrinkFlags);
-    }
-    if (excludeRanksList == nullptr) return fail(Result::kInvalidArgument, "%s: excludeRanksList is NULL", fn);
-    // As in NCCL, at least one rank is excluded; excluding all would leave no communicator.
-    if (excludeRanksCount <= 0 || excludeRanksCount >= parent->nranks()) {
-      return fail(Result::kInvalidArgument,
-                  "%s: excludeRanksCount %d is invalid for %d ranks: exclude at least one rank "
-                  "and not all of them",
-                  fn, excludeRanksCount, parent->nranks());
-    }
-    for (int i = 0; i < excludeRanksCount; ++i) {
-      if (excludeRanksList[i] < 0 || excludeRanksList[i] >= parent->nranks()) {
-        return fail(Result::kInvalidArgument, "%s: excluded rank %d is out of range [0, %d)", fn, excludeRanksList[i],
-                    parent->nranks());
+    return noted([&]() -> Result {
+      const char* fn = "ncclCommShrink";
+      MIXCCL_TRY(checkOut(fn, newcomm, "newcomm"));
+      *newcomm = nullptr;
+      Communicator* parent = nullptr;
+      MIXCCL_TRY(lookupParent(fn, comm, &parent));
+      if (shrinkFlags != NCCL_SHRINK_DEFAULT && shrinkFlags != NCCL_SHRINK_ABORT) {
+        return fail(Result::kInvalidArgument, "%s: unknown shrinkFlags 0x%x", fn, shrinkFlags);
       }
-      if (excludeRanksList[i] == parent->rank()) {
+      if (excludeRanksList == nullptr) return fail(Result::kInvalidArgument, "%s: excludeRanksList is NULL", fn);
+      // As in NCCL, at least one rank is excluded; excluding all would leave no communicator.
+      if (excludeRanksCount <= 0 || excludeRanksCount >= parent->nranks()) {
         return fail(Result::kInvalidArgument,
-                    "%s: rank %d is in its own exclude list; excluded ranks must not call ncclCommShrink", fn,
-                    parent->rank());
+                    "%s: excludeRanksCount %d is invalid for %d ranks: exclude at least one rank "
+                    "and not all of them",
+                    fn, excludeRanksCount, parent->nranks());
       }
-    }
-    CommOptions options = parent->options();
-    if (config != nullptr) MIXCCL_TRY(mixccl::api::parseConfig(fn, config, &options));
-    // NCCL_SHRINK_ABORT cancels queued work (the revoke flag fails it, engine.h) and marks the
-    // parent unusable for new operations; the default lets queued work finish first. Only after
-    // every argument was accepted: a refused call leaves the parent as it was.
-    if (shrinkFlags == NCCL_SHRINK_ABORT) {
-      parent->revoke();
-    } else if (mixccl::Engine* e = parent->existingEngine()) {
-      MIXCCL_TRY(e->waitIdle(fn));
-    }
-    std::unique_ptr<Communicator> child;
-    MIXCCL_TRY(mixccl::shrinkCommunicator(parent, excludeRanksList, excludeRanksCount, options, &child));
-    *newcomm = mixccl::api::registerComm(std::move(child));
-    return Result::kSuccess;
+      for (int i = 0; i < excludeRanksCount; ++i) {
+        if (excludeRanksList[i] < 0 || excludeRanksList[i] >= parent->nranks()) {
+          return fail(Result::kInvalidArgument, "%s: excluded rank %d is out of range [0, %d)", fn, excludeRanksList[i],
+                      parent->nranks());
+        }
+        if (excludeRanksList[i] == parent->rank()) {
+          return fail(Result::kInvalidArgument,
+                      "%s: rank %d is in its own exclude list; excluded ranks must not call ncclCommShrink", fn,
+                      parent->rank());
+        }
+      }
+      CommOptions options = parent->options();
+      if (config != nullptr) MIXCCL_TRY(mixccl::api::parseConfig(fn, config, &options));
+      // NCCL_SHRINK_ABORT cancels queued work (the revoke flag fails it, engine.h) and marks the
+      // parent unusable for new operations; the default lets queued work finish first. Only after
+      // every argument was accepted: a refused call leaves the parent as it was.
+      if (shrinkFlags == NCCL_SHRINK_ABORT) parent->revoke();
+      std::vector<int> excluded(excludeRanksList, excludeRanksList + excludeRanksCount);
+      auto run = [fn, parent, excluded, options, newcomm]() -> Result {
+        if (mixccl::Engine* e = parent->existingEngine(); e != nullptr && !parent->revoked()) {
+          MIXCCL_TRY(e->waitIdle(fn));
+        }
+        std::unique_ptr<Communicator> child;
+        MIXCCL_TRY(
+            mixccl::shrinkCommunicator(parent, excluded.data(), static_cast<int>(excluded.size()), options, &child));
+        *newcomm = mixccl::api::registerComm(std::move(child));
+        return Result::kSuccess;
+      };
+      // In a group one thread may shrink several ranks, each waiting for the others: as split,
+      // but after the group's operations on the parent, which were issued before.
+      if (mixccl::group::active()) {
+        mixccl::group::addTask(parent, run, /*afterOps=*/true);
+        return Result::kSuccess;
+      }
+      return run();
+    }());
   });
 }
 
 MIXCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
   return apiGuard("ncclCommFinalize", [&]() -> Result {
-    if (comm == nullptr) return Result::kSuccess;  // as in NCCL: nothing to finalize
-    Communicator* c = nullptr;
-    MIXCCL_TRY(mixccl::api::lookupCallerComm("ncclCommFinalize", comm, &c));
-    if (c->initThread().joinable()) c->initThread().join();
-    if (c->state() == mixccl::CommState::kFinalized) {
-      // NCCL refuses a second finalize as an invalid argument.
-      return fail(Result::kInvalidArgument,
-                  "ncclCommFinalize: communicator of rank %d was finalized already; destroy it", c->rank());
-    }
-    if (c->state() != mixccl::CommState::kReady) return Result::kSuccess;  // failed init: nothing to agree on
-    // Queued work first: finalize drains the lanes that work uses (bounded, abort-aware).
-    if (mixccl::Engine* e = c->existingEngine()) MIXCCL_TRY(e->waitIdle("ncclCommFinalize"));
-    if (c->options().blocking) return mixccl::finalizeCommunicator(*c);
-    // Non-blocking, as NCCL: ncclInProgress now, ncclCommGetAsyncError says when every rank got
-    // here; destroy joins the thread.
-    c->setAsyncError(Result::kInProgress);
-    c->initThread() = std::thread([c] {
-      pthread_setname_np(pthread_self(), "mixccl-final");
-      mixccl::log::RankScope scope(c->rank());
-      c->setAsyncError(mixccl::finalizeCommunicator(*c));
-    });
-    return Result::kInProgress;
+    return noted([&]() -> Result {
+      if (comm == nullptr) return Result::kSuccess;  // as in NCCL: nothing to finalize
+      Communicator* c = nullptr;
+      MIXCCL_TRY(mixccl::api::lookupCallerComm("ncclCommFinalize", comm, &c));
+      if (c->initThread().joinable()) c->initThread().join();
+      if (c->state() == mixccl::CommState::kFinalized) {
+        // NCCL refuses a second finalize as an invalid argument.
+        return fail(Result::kInvalidArgument,
+                    "ncclCommFinalize: communicator of rank %d was finalized already; destroy it", c->rank());
+      }
+      if (c->revoked()) {
+        // As NCCL, whose revoke counts as the finalize: what is left to do is destroy.
+        return fail(Result::kInvalidArgument, "ncclCommFinalize: communicator of rank %d was revoked; destroy it",
+                    c->rank());
+      }
+      if (c->state() != mixccl::CommState::kReady) return Result::kSuccess;  // failed init: nothing to agree on
+      auto run = [c]() -> Result {
+        // Queued work first: finalize drains the lanes that work uses (bounded, abort-aware).
+        if (mixccl::Engine* e = c->existingEngine()) MIXCCL_TRY(e->waitIdle("ncclCommFinalize"));
+        return mixccl::finalizeCommunicator(*c);
+      };
+      // Every rank's finalize waits for the others: in a group, where one thread may finalize
+      // several ranks, it runs in a thread of its own after the group's operations.
+      if (c->options().blocking && mixccl::group::active()) {
+        mixccl::group::addTask(c, run, /*afterOps=*/true);
+        return Result::kSuccess;
+      }
+      if (c->options().blocking) return run();
+      if (mixccl::Engine* e = c->existingEngine()) MIXCCL_TRY(e->waitIdle("ncclCommFinalize"));
+      // Non-blocking, as NCCL: ncclInProgress now, ncclCommGetAsyncError says when every rank got
+      // here; destroy joins the thread.
+      c->setAsyncError(Result::kInProgress);
+      c->initThread() = std::thread([c] {
+        pthread_setname_np(pthread_self(), "mixccl-final");
+        mixccl::log::RankScope scope(c->rank());
+        c->setAsyncError(mixccl::finalizeCommunicator(*c));
+      });
+      return Result::kInProgress;
+    }());
   });
 }
 

@@ -3,6 +3,7 @@
 #include "src/core/group.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <string>
 #include <thread>
@@ -19,14 +20,32 @@
 namespace mixccl::group {
 namespace {
 
+// A group's blocking call on `comm` (addTask). The communicator is pinned from addTask() until
+// the task has run, so a destroy or abort on another thread waits for it (Communicator::
+// waitForCalls); one on the group's own thread joins it first (forget()).
+struct Task {
+  Communicator* comm = nullptr;
+  std::function<Result()> body;
+  std::thread thread;
+  std::unique_ptr<Result> result;
+  // The thread keeps what it needs itself: the Task moves when its list grows.
+  void start() {
+    thread = std::thread([body = std::move(body), slot = result.get(), c = comm] {
+      *slot = body();
+      c->leaveCall();
+    });
+  }
+};
+
 struct GroupState {
   int depth = 0;
   std::vector<std::unique_ptr<Op>> ops;
   std::vector<Communicator*> inits;
-  // Blocking work that needs every rank of the group at once (split from one thread for several
-  // ranks): each runs in its own thread, joined by end(); the result slot is written by the thread.
-  std::vector<std::thread> tasks;
-  std::vector<std::unique_ptr<Result>> taskResults;
+  // Blocking work that needs every rank of the group at once (split, shrink and finalize from one
+  // thread for several ranks): each runs in its own thread, joined by end() or by forget() of its
+  // communicator; `tasks` are running, `deferred` start at end(), after the group's operations.
+  std::vector<Task> tasks;
+  std::vector<Task> deferred;
   Result firstError = Result::kSuccess;  // an error of a call inside the group, reported at end()
   std::string firstMessage;              // and its message
 };
@@ -295,8 +314,8 @@ Result runOps(std::vector<std::unique_ptr<Op>>& ops, bool callHolds) {
 Result finish(const char* fn, bool run) {
   GroupState& group = state();
   std::vector<Communicator*> inits = std::move(group.inits);
-  std::vector<std::thread> tasks = std::move(group.tasks);
-  std::vector<std::unique_ptr<Result>> taskResults = std::move(group.taskResults);
+  std::vector<Task> tasks = std::move(group.tasks);
+  std::vector<Task> deferred = std::move(group.deferred);
   // The operations go to the thread's `ending` list, whose storage serves call after call (the
   // group's own list starts empty again with the storage `ending` had).
   auto& ops = threadGroup().ending;
@@ -311,15 +330,19 @@ Result finish(const char* fn, bool run) {
   group = GroupState{};
   group.ops = std::move(storage);
   Result r = Result::kSuccess;
-  for (size_t i = 0; i < tasks.size(); ++i) {
-    tasks[i].join();
-    if (*taskResults[i] != Result::kSuccess && r == Result::kSuccess) r = *taskResults[i];
-  }
+  auto join = [&r](std::vector<Task>& list) {
+    for (Task& t : list) {
+      if (t.thread.joinable()) t.thread.join();
+      if (*t.result != Result::kSuccess && r == Result::kSuccess) r = *t.result;
+    }
+  };
+  join(tasks);
   for (Communicator* c : inits) {
     if (c->initThread().joinable()) c->initThread().join();
     if (c->options().blocking && c->asyncError() != Result::kSuccess && r == Result::kSuccess) r = c->asyncError();
   }
   if (first != Result::kSuccess) {
+    for (Task& t : deferred) t.comm->leaveCall();  // never started
     return fail(first, "%s: a call inside the group failed, so none of its %zu operation(s) ran: %s", fn, ops.size(),
                 firstMessage.c_str());
   }
@@ -327,6 +350,10 @@ Result finish(const char* fn, bool run) {
     Result done = runOps(ops, /*callHolds=*/false);
     if (r == Result::kSuccess) r = done;
   }
+  // Finalize and shrink come after the group's operations, as the calls were issued; all at
+  // once, as each waits for its communicator's other ranks, which may be this thread's too.
+  for (Task& t : deferred) t.start();
+  join(deferred);
   return r;
 }
 
@@ -402,13 +429,28 @@ Result noteError(Result r) {
 
 void addPendingInit(Communicator* comm) { state().inits.push_back(comm); }
 
-void addTask(std::function<Result()> task) {
-  state().taskResults.push_back(std::make_unique<Result>(Result::kInProgress));
-  Result* slot = state().taskResults.back().get();
-  state().tasks.emplace_back([task = std::move(task), slot] { *slot = task(); });
+void addTask(Communicator* comm, std::function<Result()> task, bool afterOps) {
+  std::vector<Task>& list = afterOps ? state().deferred : state().tasks;
+  Task& t = list.emplace_back();
+  t.comm = comm;
+  t.body = std::move(task);
+  t.result = std::make_unique<Result>(Result::kInProgress);
+  comm->enterCall();
+  if (!afterOps) t.start();
 }
 
 void forget(Communicator* comm) {
+  // A split of `comm` this thread started in its group uses it until it ends (an abort makes it
+  // fail at once: the bootstrap watches the abort flag); one not started yet never will.
+  for (Task& t : state().tasks) {
+    if (t.comm == comm && t.thread.joinable()) t.thread.join();
+  }
+  auto& deferred = state().deferred;
+  for (Task& t : deferred) {
+    if (t.comm == comm) t.comm->leaveCall();
+  }
+  deferred.erase(std::remove_if(deferred.begin(), deferred.end(), [comm](const Task& t) { return t.comm == comm; }),
+                 deferred.end());
   auto& ops = state().ops;
   ops.erase(std::remove_if(ops.begin(), ops.end(), [comm](const auto& op) { return op->comm == comm; }), ops.end());
   auto& inits = state().inits;

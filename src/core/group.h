@@ -46,11 +46,14 @@ Result noteError(Result r);
 // A communicator whose init runs in a thread started inside a group: groupEnd() joins it.
 void addPendingInit(Communicator* comm);
 
-// Runs `task` in a new thread now; groupEnd() joins it and reports its error. For blocking calls
-// that need all ranks at once when one thread drives several ranks (ncclCommSplit in a group).
-void addTask(std::function<Result()> task);
+// Runs `task`, a blocking call on `comm`, in a thread of its own: now, or with `afterOps` once
+// groupEnd() has run the group's operations; groupEnd() joins it and reports its error. For
+// blocking calls that need all ranks at once when one thread drives several ranks (ncclCommSplit,
+// ncclCommShrink, ncclCommFinalize in a group). `comm` stays pinned until the task has run.
+void addTask(Communicator* comm, std::function<Result()> task, bool afterOps);
 
-// Removes every queued operation and pending init of `comm` (it is being aborted or destroyed).
+// Removes every queued operation, pending init and task not started of `comm` (it is being
+// aborted or destroyed), and waits for its running tasks (an abort fails them at once).
 void forget(Communicator* comm);
 
 }  // namespace group

@@ -242,6 +242,87 @@ TEST_F(ApiTest, SplitInsideAGroupFromOneThread) {
   }
 }
 
+// One thread driving several ranks puts every blocking call that waits for the other ranks in a
+// group, as NCCL documents: finalize and shrink run at ncclGroupEnd, after the group's collectives
+// (which were issued before them); without the group each would wait for ranks this thread has not
+// reached (until MIXCCL_TIMEOUT).
+TEST_F(ApiTest, FinalizeAndShrinkInsideAGroupFromOneThread) {
+  setenv("MIXCCL_TIMEOUT", "20", 1);
+  config::resetForTesting();
+  constexpr int kRanks = 3;
+  ncclComm_t comms[kRanks], small[kRanks] = {};
+  ASSERT_EQ(ncclCommInitAll(comms, kRanks, nullptr), ncclSuccess) << ncclGetLastError(nullptr);
+  const auto began = std::chrono::steady_clock::now();
+  int exclude[] = {2};
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(ncclCommShrink(comms[r], exclude, 1, &small[r], nullptr, NCCL_SHRINK_DEFAULT), ncclSuccess)
+        << ncclGetLastError(comms[r]);
+  }
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+  std::vector<std::vector<int>> v(kRanks, std::vector<int>(10));
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_NE(small[r], nullptr);
+    std::fill(v[r].begin(), v[r].end(), r + 1);
+    ASSERT_EQ(ncclAllReduce(v[r].data(), v[r].data(), 10, ncclInt32, ncclSum, small[r], nullptr), ncclSuccess);
+    ASSERT_EQ(ncclCommFinalize(small[r]), ncclSuccess) << ncclGetLastError(small[r]);
+  }
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(v[r][9], 3) << "the all-reduce queued before finalize ran first";
+  float x = 1;
+  EXPECT_EQ(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, small[0], nullptr), ncclInvalidUsage);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < kRanks; ++r) ASSERT_EQ(ncclCommFinalize(comms[r]), ncclSuccess);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+  EXPECT_LT(std::chrono::steady_clock::now() - began, std::chrono::seconds(10)) << "a rank waited for its deadline";
+  for (int r = 0; r < kRanks; ++r) {
+    if (r < 2) EXPECT_EQ(ncclCommDestroy(small[r]), ncclSuccess);
+    EXPECT_EQ(ncclCommDestroy(comms[r]), ncclSuccess);
+  }
+}
+
+// A split started in a group uses its parent until ncclGroupEnd; destroying the parent before
+// that waits for the split instead of freeing what it uses (it crashed), and the children work.
+TEST_F(ApiTest, ParentDestroyedInsideTheGroupOfItsSplit) {
+  constexpr int kRanks = 2;
+  ncclComm_t comms[kRanks], subs[kRanks] = {};
+  ASSERT_EQ(ncclCommInitAll(comms, kRanks, nullptr), ncclSuccess) << ncclGetLastError(nullptr);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < kRanks; ++r) ASSERT_EQ(ncclCommSplit(comms[r], 0, r, &subs[r], nullptr), ncclSuccess);
+  for (int r = 0; r < kRanks; ++r) EXPECT_EQ(ncclCommDestroy(comms[r]), ncclSuccess);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+  std::vector<std::vector<int>> v(kRanks, std::vector<int>(10));
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < kRanks; ++r) {
+    ASSERT_NE(subs[r], nullptr);
+    std::fill(v[r].begin(), v[r].end(), r + 1);
+    ASSERT_EQ(ncclAllReduce(v[r].data(), v[r].data(), 10, ncclInt32, ncclSum, subs[r], nullptr), ncclSuccess);
+  }
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+  for (int r = 0; r < kRanks; ++r) {
+    EXPECT_EQ(v[r][0], 3);
+    EXPECT_EQ(ncclCommDestroy(subs[r]), ncclSuccess);
+  }
+}
+
+// As nccl.h says, a revoked communicator can still be split (NCCL's revoke only stops its work);
+// and an argument error of a split inside a group is ncclGroupEnd's error too.
+TEST_F(ApiTest, RevokedCommunicatorSplitsAndGroupedSplitErrorsReachGroupEnd) {
+  runRanks(2, [](int rank, ncclComm_t comm) {
+    ASSERT_EQ(ncclCommRevoke(comm, NCCL_REVOKE_DEFAULT), ncclSuccess);
+    EXPECT_EQ(ncclCommFinalize(comm), ncclInvalidArgument) << "NCCL: revoke counts as the finalize";
+    ncclComm_t sub = nullptr;
+    ASSERT_EQ(ncclCommSplit(comm, 0, rank, &sub, nullptr), ncclSuccess) << ncclGetLastError(comm);
+    expectAllReduceWorks(sub);
+    ncclComm_t none = nullptr;
+    ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+    EXPECT_EQ(ncclCommSplit(sub, -7, 0, &none, nullptr), ncclInvalidArgument);
+    EXPECT_EQ(ncclGroupEnd(), ncclInvalidArgument);
+    EXPECT_EQ(ncclCommDestroy(sub), ncclSuccess);
+  });
+}
+
 TEST_F(ApiTest, ShrinkExcludesRanks) {
   constexpr int kRanks = 4;
   runRanks(kRanks, [](int rank, ncclComm_t comm) {
