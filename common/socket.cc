@@ -427,10 +427,11 @@ int Socket::startConnectErrno(const SocketAddress& addr, Socket* out) { return s
 int Socket::finishConnectErrno() { return finishConnectRaw(fd_, 0); }
 
 Result Socket::connect(const SocketAddress& addr, Deadline deadline, const std::atomic<bool>* abortFlag, Socket* out,
-                       const std::function<void()>& whileWaiting) {
+                       const std::function<void()>& whileWaiting, std::chrono::milliseconds refusedLimit) {
   const auto start = Clock::now();
   auto backoff = std::chrono::milliseconds(10);
   int lastErr = 0;
+  Clock::time_point refusedSince{};  // the first refusal of the current run of them
   for (;;) {
     if (aborted(abortFlag)) {
       return fail(Result::kRemoteError, "aborted while connecting to %s", addr.toString().c_str());
@@ -457,6 +458,16 @@ Result Socket::connect(const SocketAddress& addr, Deadline deadline, const std::
     if (err == EMFILE || err == ENFILE || err == EADDRNOTAVAIL || err == EAFNOSUPPORT || err == EINVAL) {
       return fail(err == EMFILE || err == ENFILE ? Result::kSystemError : Result::kRemoteError,
                   "connect to %s failed: %s", addr.toString().c_str(), strerror(err));
+    }
+    if (err != ECONNREFUSED) {
+      refusedSince = {};
+    } else if (refusedSince == Clock::time_point{}) {
+      refusedSince = Clock::now();
+    } else if (refusedLimit.count() > 0 && Clock::now() - refusedSince >= refusedLimit) {
+      return fail(Result::kRemoteError,
+                  "connect to %s refused for %.1f s: nothing listens there any more (the process exited or closed "
+                  "its socket)",
+                  addr.toString().c_str(), secondsSince(refusedSince));
     }
     if (whileWaiting) whileWaiting();
     std::this_thread::sleep_until(std::min(Clock::now() + backoff, deadline));

@@ -110,8 +110,12 @@ class Socket {
   // `whileWaiting`, when set, runs at least every 100 ms of the wait: a caller that also listens
   // serves its own listener there, since peers may be connecting to it while it connects to them
   // (a ring of ranks each waiting for the next would otherwise wait on full accept queues).
+  // `refusedLimit`, when nonzero: refusals that go on that long fail at once (kRemoteError), for
+  // an address that was listening before the caller learnt it, where a refusal means the
+  // listener is gone rather than not there yet.
   static Result connect(const SocketAddress& addr, Deadline deadline, const std::atomic<bool>* abortFlag, Socket* out,
-                        const std::function<void()>& whileWaiting = {});
+                        const std::function<void()>& whileWaiting = {},
+                        std::chrono::milliseconds refusedLimit = std::chrono::milliseconds(0));
 
   // Non-blocking partial I/O: moves as much of [data, data + bytes) as the kernel takes now and
   // adds what moved to *done (so a caller resuming a transfer passes base + *done, total - *done).

@@ -37,6 +37,9 @@ namespace {
 
 constexpr int kPollSliceMs = 100;
 constexpr auto kHelloTimeout = std::chrono::seconds(10);
+// How long a peer's listener may refuse connections before the peer counts as gone (sendFrame):
+// long enough for a momentary refusal (a SYN dropped and answered by a reset) to pass.
+constexpr auto kPeerRefusedLimit = std::chrono::milliseconds(2000);
 constexpr size_t kMaxUnidentified = 1024;
 constexpr auto kRootReplyGrace = std::chrono::seconds(1);
 // How long peerSilent() must hold before a stalled send fails (see sendFrame).
@@ -265,7 +268,10 @@ struct Bootstrap::Impl {
       // behind a flood of other connections its attempt would find our accept queue full
       // (port_noise: three ranks each timed out on the next one's full queue). A failure there
       // (out of descriptors) shows up again where this rank next waits to receive.
-      Result r = Socket::connect(peers[peer], deadline, abortFlag, &out[peer], [this] { (void)pump(0, -1); });
+      // Every rank listens before it registers with the root, so a peer whose address this rank
+      // has and that refuses is gone: fail within seconds instead of at MIXCCL_TIMEOUT.
+      Result r = Socket::connect(
+          peers[peer], deadline, abortFlag, &out[peer], [this] { (void)pump(0, -1); }, kPeerRefusedLimit);
       if (!ok(r)) {
         return fail(r, "rank %d: cannot open a bootstrap connection to %s: %s", rank, peerName(peer).c_str(),
                     lastError().c_str());

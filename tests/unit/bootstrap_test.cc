@@ -327,6 +327,24 @@ TEST(Bootstrap, PeerExitIsDetectedWithoutWaitingForTheTimeout) {
   EXPECT_NE(lastError().find("rank 1"), std::string::npos) << lastError();
 }
 
+// A rank that exits after the address exchange and before this rank's first connection to it
+// (init's ring connects each rank to the next only): its listener refuses, and every rank listens
+// before it registers, so the send fails within seconds, not at MIXCCL_TIMEOUT.
+TEST(Bootstrap, RefusedPeerIsGoneWithinSeconds) {
+  EnvGuard g("MIXCCL_TIMEOUT", "30");
+  UniqueIdData id;
+  ASSERT_EQ(createUniqueId(&id), Result::kSuccess);
+  std::unique_ptr<Bootstrap> b[3];
+  runRanks(3, [&](int rank) { ASSERT_EQ(Bootstrap::init(id, rank, 3, nullptr, &b[rank]), Result::kSuccess); });
+  b[2].reset();  // rank 2 "exits"; rank 0 never connected to it
+  int v = 1;
+  const auto start = Clock::now();
+  EXPECT_EQ(b[0]->send(2, 1, &v, sizeof(v)), Result::kRemoteError);
+  EXPECT_LT(secondsSince(start), 10.0);
+  EXPECT_NE(lastError().find("refused"), std::string::npos) << lastError();
+  EXPECT_NE(lastError().find("rank 2"), std::string::npos) << lastError();
+}
+
 TEST(Bootstrap, RecvTimeoutNamesThePeer) {
   EnvGuard g("MIXCCL_TIMEOUT", "1");
   UniqueIdData id;

@@ -266,6 +266,20 @@ TEST(Socket, ConnectGivesUpAtDeadlineAndOnAbort) {
   EXPECT_LT(secondsSince(start), 0.2);
 }
 
+TEST(Socket, ConnectGivesUpOnLastingRefusalsWhenAsked) {
+  SocketAddress addr = loopback();
+  {
+    Socket probe;
+    ASSERT_EQ(Socket::listen(&addr, &probe), Result::kSuccess);
+  }
+  Socket client;
+  const auto start = Clock::now();
+  EXPECT_EQ(Socket::connect(addr, Clock::now() + std::chrono::seconds(30), nullptr, &client, {}, milliseconds(300)),
+            Result::kRemoteError);
+  EXPECT_LT(secondsSince(start), 3.0);
+  EXPECT_NE(lastError().find("refused"), std::string::npos) << lastError();
+}
+
 TEST(Socket, DefaultDeadlineFollowsTimeoutKnob) {
   EnvGuard g("MIXCCL_TIMEOUT", "7");
   const auto before = Clock::now();
