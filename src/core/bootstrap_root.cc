@@ -348,12 +348,34 @@ class Root {
     for (uint32_t r = 0; r < nranks_; ++r) {
       addresses_[r].encode(buf.data() + ReplyHeader::kBytes + r * SocketAddress::kWireBytes);
     }
-    for (uint32_t r = 0; r < nranks_; ++r) {
-      std::string who = "rank " + std::to_string(r) + " at " + registered_[r]->from.toString();
-      // A failure here is that rank's problem (it will time out or see the reset); the others go on.
-      if (registered_[r]->sock.sendAll(buf.data(), buf.size(), deadline_, nullptr, who.c_str()) != Result::kSuccess) {
-        MIXCCL_WARN("bootstrap root %s: could not send the address table to %s", addr_.toString().c_str(), who.c_str());
+    // To every rank at once: one by one, a rank that stopped reading (stopped, its host gone) would
+    // hold up the table of every rank after it once the table outgrows the socket buffers. A rank
+    // that takes nothing for MIXCCL_NET_TIMEOUT, or fails, is left out: that is its problem (it
+    // times out or sees the reset); the others go on.
+    std::vector<size_t> sent(nranks_, 0);
+    std::vector<Clock::time_point> heard(nranks_, Clock::now());
+    const auto silentLimit = std::chrono::seconds(std::max(1, netTimeoutSeconds()));
+    std::vector<pollfd> pfds;
+    for (;;) {
+      pfds.clear();
+      for (uint32_t r = 0; r < nranks_; ++r) {
+        if (sent[r] == buf.size()) continue;
+        const size_t before = sent[r];
+        const int err = writeAvailable(registered_[r]->sock.fd(), buf.data(), buf.size(), &sent[r]);
+        const auto now = Clock::now();
+        if (sent[r] != before) heard[r] = now;
+        const char* why = err != 0 ? strerror(err) : now - heard[r] > silentLimit ? "it took nothing" : nullptr;
+        if (why != nullptr || now >= deadline_) {
+          MIXCCL_WARN("bootstrap root %s: could not send the address table to rank %u at %s: %s",
+                      addr_.toString().c_str(), r, registered_[r]->from.toString().c_str(),
+                      why != nullptr ? why : "deadline");
+          sent[r] = buf.size();  // given up
+          continue;
+        }
+        if (sent[r] != buf.size()) pfds.push_back(pollfd{registered_[r]->sock.fd(), POLLOUT, 0});
       }
+      if (pfds.empty()) break;
+      (void)poll(pfds.data(), pfds.size(), 100);  // a slice: the silence limit is checked between
     }
     MIXCCL_INFO(log::kBootstrap, "bootstrap root %s: all %u ranks registered; table sent", addr_.toString().c_str(),
                 nranks_);
