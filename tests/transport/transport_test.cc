@@ -266,6 +266,25 @@ void runStreams(std::vector<Stream>& streams, const std::vector<Transport*>& tra
   }
 }
 
+// A rank whose build lacks this transport publishes no blob for it (PROTOCOL.md 6.1) and still
+// joins: the transport rules the pair out (canConnect 0) instead of failing every rank's init.
+TEST_P(TransportTest, APeerWithoutThisTransportIsRuledOutNotAnError) {
+  makeRanks(2, 4, 4096);
+  std::vector<TransportPeer> peers = peers_;
+  peers.push_back(peers_[1]);
+  peers[2].rank = 2;
+  peers[2].blob.clear();
+  TransportContext c = ranks_[0].ctx;
+  c.nranks = 3;
+  std::unique_ptr<Transport> t = makeTransport(GetParam(), c);
+  std::vector<uint8_t> blob;
+  ASSERT_EQ(t->listen(&blob), Result::kSuccess) << lastError();
+  peers[0].blob = blob;
+  ASSERT_EQ(t->setPeers(peers), Result::kSuccess) << lastError();
+  EXPECT_EQ(t->canConnect(2), 0);
+  EXPECT_GT(t->canConnect(1), 0);
+}
+
 TEST_P(TransportTest, ManySizesBothDirectionsBothLanesDepth1And8) {
   for (int depth : {1, 8}) {
     SCOPED_TRACE("depth " + std::to_string(depth));

@@ -227,6 +227,9 @@ class TcpTransport final : public Transport {
     hub.peers = peers;
     hub.addrs.assign(peers.size(), SocketAddress{});
     for (size_t r = 0; r < peers.size(); ++r) {
+      // No address: a build without TCP (PROTOCOL.md 6.1), which still joins; canConnect() rules
+      // TCP out with it.
+      if (peers[r].blob.empty()) continue;
       if (peers[r].blob.size() != SocketAddress::kWireBytes) {
         return fail(Result::kInternalError, "tcp: rank %zu (host %s) published a %zu-byte address, expected %zu", r,
                     peers[r].host.c_str(), peers[r].blob.size(), SocketAddress::kWireBytes);
@@ -241,7 +244,7 @@ class TcpTransport final : public Transport {
 
   int canConnect(int peer) const override {
     if (forceIb_) return 0;
-    return peer >= 0 && peer < static_cast<int>(hub_->peers.size()) ? 1 : 0;
+    return peer >= 0 && peer < static_cast<int>(hub_->peers.size()) && !hub_->peers[peer].blob.empty() ? 1 : 0;
   }
 
   Result connectSend(int peer, int lane, std::unique_ptr<SendConnection>* out) override {
