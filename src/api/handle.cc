@@ -56,13 +56,19 @@ constexpr IntField kIntFields[] = {
 }  // namespace
 
 ncclComm* registerComm(std::unique_ptr<Communicator> comm) {
-  auto* handle = new ncclComm{std::move(comm)};
+  static std::atomic<uint64_t> lastSerial{0};
+  auto* handle = new ncclComm{std::move(comm), lastSerial.fetch_add(1, std::memory_order_relaxed) + 1};
   std::lock_guard<std::shared_mutex> lock(gMutex);
   gLive->insert(handle);
   return handle;
 }
 
-void freeComm(ncclComm* handle) { delete handle; }
+void freeComm(ncclComm* handle) {
+  // Destroy and abort both end here. Registrations the user never deregistered would otherwise
+  // leak; they die with the communicator in NCCL too (ncclRegCleanup).
+  dropRegistrations(handle);
+  delete handle;
+}
 
 void releaseComm(ncclComm* handle) {
   {

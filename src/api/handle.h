@@ -6,6 +6,7 @@
 // around the core Communicator. Live handles are kept in a registry so a destroyed, aborted or
 // garbage handle is reported as ncclInvalidArgument instead of being dereferenced.
 
+#include <cstdint>
 #include <memory>
 
 #include "nccl.h"
@@ -13,6 +14,9 @@
 
 struct ncclComm {
   std::unique_ptr<mixccl::Communicator> impl;
+  // Unique in the process and never reused (registerComm counts up), unlike the handle's address:
+  // what a registration records to know its communicator from a later one at the same address.
+  uint64_t serial = 0;
 };
 
 namespace mixccl::api {
@@ -35,13 +39,18 @@ Result lookupCallerComm(const char* fn, ncclComm_t handle, Communicator** out);
 // parent's rank page and shared lanes, and tell its peers it left. The child's copy of the memory
 // goes when the child exits.
 Result takeComm(const char* fn, ncclComm_t handle, Communicator** out);
-// Frees a handle taken with takeComm once no call uses it (Communicator::waitForCalls).
+// Frees a handle taken with takeComm once no call uses it (Communicator::waitForCalls), and the
+// buffer and window registrations the user did not deregister (dropRegistrations).
 void freeComm(ncclComm* handle);
 // Unregisters and frees a handle no other thread can know yet (its init failed inline).
 void releaseComm(ncclComm* handle);
 // As lookupCallerComm, and the communicator must be usable for operations: initialised (a
 // non-blocking init is waited for), not finalized, not aborted or revoked, no earlier error.
 Result lookupReadyComm(const char* fn, ncclComm_t handle, Communicator** out);
+
+// Frees the registrations (ncclCommRegister, ncclCommWindowRegister) still held for `handle`,
+// so that they do not outlive it; its handles then read as unknown (mem_api.cc).
+void dropRegistrations(const ncclComm* handle) noexcept;
 
 // Parses a user ncclConfig_t the way NCCL does: honour size, magic and version, never sizeof.
 Result parseConfig(const char* fn, const ncclConfig_t* config, CommOptions* out);

@@ -2,9 +2,12 @@
 // SPDX-FileCopyrightText: 2026 The mixccl authors
 // Memory: ncclMemAlloc/Free, buffer and window registration, user reduction operators.
 
+#include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <memory>
 #include <mutex>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "src/api/guard.h"
@@ -18,14 +21,6 @@ using mixccl::fail;
 using mixccl::Result;
 using mixccl::api::apiGuard;
 
-// A registration as the user holds it (opaque handle / ncclWindow_t).
-struct ncclWindow_vidmem {
-  ncclComm_t comm;
-  void* base;
-  size_t size;
-  uint64_t regionId;  // in the communicator's UserRegions
-};
-
 namespace {
 
 // Pointers ncclMemAlloc handed out and ncclMemFree has not taken back. NCCL passes any other
@@ -34,13 +29,27 @@ namespace {
 std::mutex gAllocMutex;
 std::unordered_set<void*>* gAllocations = new std::unordered_set<void*>();
 
-// Live registrations, so a bad or double deregistration is an error rather than a crash.
+// A registration as the user holds it (the ncclCommRegister handle, or an ncclWindow_t).
+struct Registration {
+  uint64_t commSerial;  // ncclComm::serial of its communicator: a reused handle address is not it
+  uint64_t regionId;    // in that communicator's UserRegions
+};
+
+// Live registrations by handle, so a bad or double deregistration is an error rather than a
+// crash. A handle is a tagged count, not the address of anything: addresses are reused, so a
+// handle kept past its deregistration or past its communicator's destroy could otherwise name a
+// newer registration that got the same memory, and deregistering it would silently drop that
+// one. The tag keeps handles clear of small integers and of user pointers (no user-space address
+// has these top bits), so dereferencing one faults at once. All three guarded by gRegMutex.
+static_assert(sizeof(uintptr_t) == 8, "registration handles are 64-bit tagged counts");
+constexpr uintptr_t kRegHandleTag = uintptr_t{0x6d78} << 48;  // "mx"
 std::mutex gRegMutex;
-std::unordered_set<ncclWindow_vidmem*> gRegistrations;
+std::unordered_map<uintptr_t, Registration> gRegistrations;
+uintptr_t gRegCount = 0;
 
 // `outName` / `handleName` are the parameter names of the calling entry point, for messages.
 Result makeRegistration(const char* fn, const char* outName, ncclComm_t comm, void* buff, size_t size,
-                        ncclWindow_vidmem** out) {
+                        ncclWindow_t* out) {
   Communicator* c = nullptr;
   MIXCCL_TRY(mixccl::api::lookupComm(fn, comm, &c));
   if (out == nullptr) return fail(Result::kInvalidArgument, "%s: %s (output pointer) is NULL", fn, outName);
@@ -49,30 +58,44 @@ Result makeRegistration(const char* fn, const char* outName, ncclComm_t comm, vo
   // range, and the RDMA transport registers it with the device when a message first uses it
   // (zero-copy sends and receives, ENGINE.md).
   std::lock_guard<std::mutex> lock(gRegMutex);
-  auto reg = std::make_unique<ncclWindow_vidmem>(ncclWindow_vidmem{comm, buff, size, 0});
-  gRegistrations.reserve(gRegistrations.size() + 1);  // so that insert() below cannot throw
-  reg->regionId = c->regions().add(buff, size);
-  gRegistrations.insert(reg.get());
-  *out = reg.release();
+  const uint64_t regionId = c->regions().add(buff, size);
+  const uintptr_t key = kRegHandleTag | ++gRegCount;
+  try {
+    gRegistrations.emplace(key, Registration{comm->serial, regionId});
+  } catch (...) {
+    c->regions().remove(regionId);
+    throw;  // apiGuard reports it
+  }
+  *out = reinterpret_cast<ncclWindow_t>(key);
   return Result::kSuccess;
 }
 
 Result dropRegistration(const char* fn, const char* handleName, ncclComm_t comm, void* handle) {
   Communicator* c = nullptr;
   MIXCCL_TRY(mixccl::api::lookupComm(fn, comm, &c));
-  auto* reg = static_cast<ncclWindow_vidmem*>(handle);
   std::lock_guard<std::mutex> lock(gRegMutex);
-  if (reg == nullptr || gRegistrations.count(reg) == 0 || reg->comm != comm) {
-    return fail(Result::kInvalidArgument, "%s: %s %p is not a live registration of this communicator", fn, handleName,
-                handle);
+  auto it = gRegistrations.find(reinterpret_cast<uintptr_t>(handle));
+  if (it == gRegistrations.end() || it->second.commSerial != comm->serial) {
+    return fail(Result::kInvalidArgument,
+                "%s: %s %p is not a live registration of the communicator of rank %d: it was deregistered "
+                "already, belongs to another communicator, or its communicator was destroyed or aborted (which "
+                "drops its registrations); nothing was deregistered",
+                fn, handleName, handle, c->rank());
   }
-  gRegistrations.erase(reg);
-  c->regions().remove(reg->regionId);
-  delete reg;
+  c->regions().remove(it->second.regionId);
+  gRegistrations.erase(it);
   return Result::kSuccess;
 }
 
 }  // namespace
+
+void mixccl::api::dropRegistrations(const ncclComm* handle) noexcept {
+  // The communicator's UserRegions go with it; only the handles are left to forget.
+  std::lock_guard<std::mutex> lock(gRegMutex);
+  for (auto it = gRegistrations.begin(); it != gRegistrations.end();) {
+    it = it->second.commSerial == handle->serial ? gRegistrations.erase(it) : std::next(it);
+  }
+}
 
 MIXCCL_API(ncclResult_t, ncclMemAlloc, void** ptr, size_t size) {
   return apiGuard("ncclMemAlloc", [&]() -> Result {
@@ -120,7 +143,7 @@ MIXCCL_API(ncclResult_t, ncclMemFree, void* ptr) {
 
 MIXCCL_API(ncclResult_t, ncclCommRegister, const ncclComm_t comm, void* buff, size_t size, void** handle) {
   return apiGuard("ncclCommRegister", [&]() -> Result {
-    ncclWindow_vidmem* reg = nullptr;
+    ncclWindow_t reg = nullptr;
     MIXCCL_TRY(makeRegistration("ncclCommRegister", "handle", comm, buff, size, handle == nullptr ? nullptr : &reg));
     *handle = reg;
     return Result::kSuccess;

@@ -430,6 +430,45 @@ TEST_F(ApiTest, MemoryRegistrationAndRedOps) {
   });
 }
 
+// Registrations end with their communicator, as in NCCL (ncclRegCleanup). A handle kept past
+// destroy or abort is refused, also by a new communicator that got the old one's address (the
+// allocator hands it back, usually within a few tries), and the refusal leaves that communicator's
+// own registrations alone.
+TEST_F(ApiTest, RegistrationsEndWithTheirCommunicator) {
+  for (const bool abort : {false, true}) {
+    SCOPED_TRACE(abort ? "ncclCommAbort" : "ncclCommDestroy");
+    char buf[64];
+    ncclUniqueId id;
+    ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+    ncclComm_t old = nullptr;
+    ASSERT_EQ(ncclCommInitRank(&old, 1, id, 0), ncclSuccess) << ncclGetLastError(nullptr);
+    void* oldHandle = nullptr;
+    ncclWindow_t oldWin = nullptr;
+    ASSERT_EQ(ncclCommRegister(old, buf, sizeof(buf), &oldHandle), ncclSuccess);
+    ASSERT_EQ(ncclCommWindowRegister(old, buf, sizeof(buf), &oldWin, NCCL_WIN_DEFAULT), ncclSuccess);
+    ASSERT_EQ(abort ? ncclCommAbort(old) : ncclCommDestroy(old), ncclSuccess);
+    // ncclCommInitRank allocates the handle early, with little allocated since the destroy.
+    ncclComm_t comm = nullptr;
+    for (int i = 0; i < 50 && comm != old; ++i) {
+      if (comm != nullptr) ASSERT_EQ(ncclCommDestroy(comm), ncclSuccess);
+      ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+      ASSERT_EQ(ncclCommInitRank(&comm, 1, id, 0), ncclSuccess) << ncclGetLastError(nullptr);
+    }
+    RecordProperty(abort ? "addressReusedAfterAbort" : "addressReusedAfterDestroy", comm == old ? "yes" : "no");
+    void* handle = nullptr;
+    ncclWindow_t win = nullptr;
+    ASSERT_EQ(ncclCommRegister(comm, buf + 8, 8, &handle), ncclSuccess);
+    ASSERT_EQ(ncclCommWindowRegister(comm, buf + 8, 8, &win, NCCL_WIN_DEFAULT), ncclSuccess);
+    EXPECT_EQ(ncclCommDeregister(comm, oldHandle), ncclInvalidArgument);
+    EXPECT_NE(std::string(ncclGetLastError(nullptr)).find("destroyed or aborted"), std::string::npos)
+        << ncclGetLastError(nullptr);
+    EXPECT_EQ(ncclCommWindowDeregister(comm, oldWin), ncclInvalidArgument);
+    EXPECT_EQ(ncclCommWindowDeregister(comm, win), ncclSuccess) << ncclGetLastError(nullptr);
+    EXPECT_EQ(ncclCommDeregister(comm, handle), ncclSuccess) << ncclGetLastError(nullptr);
+    EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+  }
+}
+
 TEST_F(ApiTest, AbortFromAnotherThreadUnblocksACall) {
   ncclUniqueId id;
   ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
