@@ -73,10 +73,14 @@ Result makeRegistration(const char* fn, const char* outName, ncclComm_t comm, vo
 Result dropRegistration(const char* fn, const char* handleName, ncclComm_t comm, void* handle) {
   Communicator* c = nullptr;
   MIXCCL_TRY(mixccl::api::lookupComm(fn, comm, &c));
+  // NULL is what NCCL hands out where it does not register (NCCL_LOCAL_REGISTER=0, a size-0
+  // window), and deregistering it succeeds there, so portable cleanup code passes it back.
+  if (handle == nullptr) return Result::kSuccess;
   std::lock_guard<std::mutex> lock(gRegMutex);
   auto it = gRegistrations.find(reinterpret_cast<uintptr_t>(handle));
   if (it == gRegistrations.end() || it->second.commSerial != comm->serial) {
-    return fail(Result::kInvalidArgument,
+    // ncclInvalidUsage, as NCCL answers a handle its communicator does not hold.
+    return fail(Result::kInvalidUsage,
                 "%s: %s %p is not a live registration of the communicator of rank %d: it was deregistered "
                 "already, belongs to another communicator, or its communicator was destroyed or aborted (which "
                 "drops its registrations); nothing was deregistered",
@@ -165,8 +169,11 @@ MIXCCL_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, si
 }
 
 MIXCCL_API(ncclResult_t, ncclCommWindowDeregister, ncclComm_t comm, ncclWindow_t win) {
-  return apiGuard("ncclCommWindowDeregister",
-                  [&] { return dropRegistration("ncclCommWindowDeregister", "win", comm, win); });
+  return apiGuard("ncclCommWindowDeregister", [&]() -> Result {
+    // NCCL returns before it looks at the communicator here (ncclCommDeregister checks it first).
+    if (win == nullptr) return Result::kSuccess;
+    return dropRegistration("ncclCommWindowDeregister", "win", comm, win);
+  });
 }
 
 MIXCCL_API(ncclResult_t, ncclRedOpCreatePreMulSum, ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,

@@ -8,11 +8,12 @@
 // that the table reaches every symbol of tests/abi/nccl_2.28.9_exports.txt.
 //
 // The codes follow NCCL's own checks: a bad pointer or value is ncclInvalidArgument (NCCL's PtrCheck
-// and ArgsCheck), ncclGroupEnd outside a group and work on a revoked communicator are
-// ncclInvalidUsage, and NULL communicators are accepted where NCCL accepts them (destroy, abort,
-// finalize, revoke). Rows whose code is a choice of ours say why just above them. mixccl differs
-// from NCCL where NCCL's answer is undefined behaviour (a destroyed or aborted handle, a NULL buffer
-// at count > 0, a pointer ncclMemAlloc never returned): those calls are refused, never followed.
+// and ArgsCheck), ncclGroupEnd outside a group, work on a revoked communicator and a registration
+// handle the communicator does not hold are ncclInvalidUsage, and NULL communicators are accepted
+// where NCCL accepts them (destroy, abort, finalize, revoke). Rows whose code is a choice of ours
+// say why just above them. mixccl differs from NCCL where NCCL's answer is undefined behaviour (a
+// destroyed or aborted handle, a NULL buffer at count > 0, a pointer ncclMemAlloc never returned):
+// those calls are refused, never followed.
 //
 // Valid arguments come from a 1-rank communicator made before each row, or a 2-rank one (both ranks
 // driven from this thread) where a second rank is needed; every bad call fails before any
@@ -660,15 +661,27 @@ void addMemoryRows(Rows& add) {
       ncclInvalidArgument, {"buff"});
   add("ncclCommDeregister", "NullComm", [](Env& e) { return ncclCommDeregister(nullptr, e.registered(e.comm)); },
       ncclInvalidArgument, {"comm"});
-  add("ncclCommDeregister", "NullHandle", [](Env& e) { return ncclCommDeregister(e.comm, nullptr); },
-      ncclInvalidArgument, {"handle"});
-  add("ncclCommDeregister", "GarbageHandle", [](Env& e) { return ncclCommDeregister(e.comm, e.buf); },
-      ncclInvalidArgument, {"handle"});
-  add("ncclCommDeregister", "Twice", [](Env& e) { return ncclCommDeregister(e.comm, e.deregistered()); },
-      ncclInvalidArgument, {"handle"});
-  add("ncclCommDeregister", "HandleOfAnotherComm",
-      [](Env& e) { return ncclCommDeregister(e.pair()[1], e.registered(e.pair()[0])); }, ncclInvalidArgument,
+  // NCCL hands out NULL handles where it does not register, and takes them back.
+  add("ncclCommDeregister", "NullHandle", [](Env& e) { return ncclCommDeregister(e.comm, nullptr); }, ncclSuccess, {});
+  add("ncclCommDeregister", "NullCommAndHandle", [](Env&) { return ncclCommDeregister(nullptr, nullptr); },
+      ncclInvalidArgument, {"comm"});
+  // A handle the communicator does not hold: NCCL's "Could not find handle", ncclInvalidUsage.
+  add("ncclCommDeregister", "GarbageHandle", [](Env& e) { return ncclCommDeregister(e.comm, e.buf); }, ncclInvalidUsage,
       {"handle"});
+  add("ncclCommDeregister", "Twice", [](Env& e) { return ncclCommDeregister(e.comm, e.deregistered()); },
+      ncclInvalidUsage, {"handle"});
+  add("ncclCommDeregister", "HandleOfAnotherComm",
+      [](Env& e) { return ncclCommDeregister(e.pair()[1], e.registered(e.pair()[0])); }, ncclInvalidUsage, {"handle"});
+  add("ncclCommDeregister", "HandleOfDestroyedComm",
+      [](Env& e) {
+        ncclComm_t other = nullptr;
+        EXPECT_EQ(ncclCommInitAll(&other, 1, nullptr), ncclSuccess) << ncclGetLastError(nullptr);
+        void* h = e.registered(other);
+        EXPECT_EQ(ncclCommDestroy(other), ncclSuccess);
+        e.handle = nullptr;
+        return ncclCommDeregister(e.comm, h);
+      },
+      ncclInvalidUsage, {"destroyed"});
   add("ncclCommWindowRegister", "NullComm",
       [=](Env& e) { return ncclCommWindowRegister(nullptr, e.buf, kBytes, &e.win, NCCL_WIN_DEFAULT); },
       ncclInvalidArgument, {"comm"});
@@ -683,10 +696,16 @@ void addMemoryRows(Rows& add) {
       ncclInvalidArgument, {"buff"});
   add("ncclCommWindowDeregister", "NullComm", [](Env& e) { return ncclCommWindowDeregister(nullptr, e.window()); },
       ncclInvalidArgument, {"comm"});
+  // NCCL returns for a NULL window before it looks at the communicator.
   add("ncclCommWindowDeregister", "NullWin", [](Env& e) { return ncclCommWindowDeregister(e.comm, nullptr); },
-      ncclInvalidArgument, {"win"});
+      ncclSuccess, {});
+  add("ncclCommWindowDeregister", "NullCommAndWin", [](Env&) { return ncclCommWindowDeregister(nullptr, nullptr); },
+      ncclSuccess, {});
+  add("ncclCommWindowDeregister", "GarbageWin",
+      [](Env& e) { return ncclCommWindowDeregister(e.comm, reinterpret_cast<ncclWindow_t>(e.buf)); }, ncclInvalidUsage,
+      {"win"});
   add("ncclCommWindowDeregister", "Twice",
-      [](Env& e) { return ncclCommWindowDeregister(e.comm, e.deregisteredWindow()); }, ncclInvalidArgument, {"win"});
+      [](Env& e) { return ncclCommWindowDeregister(e.comm, e.deregisteredWindow()); }, ncclInvalidUsage, {"win"});
 
   const auto host = ncclScalarHostImmediate;
   add("ncclRedOpCreatePreMulSum", "NullOp",

@@ -425,7 +425,7 @@ TEST_F(ApiTest, MemoryRegistrationAndRedOps) {
     EXPECT_EQ(ncclRedOpDestroy(ncclSum, comm), ncclInvalidArgument);
     EXPECT_EQ(ncclCommWindowDeregister(comm, win), ncclSuccess);
     EXPECT_EQ(ncclCommDeregister(comm, handle), ncclSuccess);
-    EXPECT_EQ(ncclCommDeregister(comm, handle), ncclInvalidArgument);
+    EXPECT_EQ(ncclCommDeregister(comm, handle), ncclInvalidUsage);
     EXPECT_EQ(ncclMemFree(p), ncclSuccess);
   });
 }
@@ -459,10 +459,10 @@ TEST_F(ApiTest, RegistrationsEndWithTheirCommunicator) {
     ncclWindow_t win = nullptr;
     ASSERT_EQ(ncclCommRegister(comm, buf + 8, 8, &handle), ncclSuccess);
     ASSERT_EQ(ncclCommWindowRegister(comm, buf + 8, 8, &win, NCCL_WIN_DEFAULT), ncclSuccess);
-    EXPECT_EQ(ncclCommDeregister(comm, oldHandle), ncclInvalidArgument);
+    EXPECT_EQ(ncclCommDeregister(comm, oldHandle), ncclInvalidUsage);
     EXPECT_NE(std::string(ncclGetLastError(nullptr)).find("destroyed or aborted"), std::string::npos)
         << ncclGetLastError(nullptr);
-    EXPECT_EQ(ncclCommWindowDeregister(comm, oldWin), ncclInvalidArgument);
+    EXPECT_EQ(ncclCommWindowDeregister(comm, oldWin), ncclInvalidUsage);
     EXPECT_EQ(ncclCommWindowDeregister(comm, win), ncclSuccess) << ncclGetLastError(nullptr);
     EXPECT_EQ(ncclCommDeregister(comm, handle), ncclSuccess) << ncclGetLastError(nullptr);
     EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
