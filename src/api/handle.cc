@@ -26,32 +26,42 @@ std::shared_mutex gMutex;
 std::unordered_set<ncclComm*>* gLive = new std::unordered_set<ncclComm*>();  // leaked: used at exit
 
 constexpr unsigned kConfigMagic = 0xcafebeef;
-// Oldest config version we read: the first with the size/magic/version header.
-constexpr unsigned kMinConfigVersion = 21400;
+// NCCL's channel limit (MAXCHANNELS), the largest nChannelsPerNetPeer it accepts.
+constexpr int kMaxChannels = 64;
 
-// The int fields NCCL range-checks (parseCommConfig), each with its valid range; the unset value
-// NCCL_CONFIG_UNDEF_INT is always valid. mixccl ignores most of them (they tune device kernels),
-// but a value NCCL refuses is refused here too, so a config that works with mixccl works with NCCL.
-// (NCCL also caps nChannelsPerNetPeer at its channel count, a build constant not mirrored here.)
+// The int fields NCCL range-checks (parseCommConfig), each with its valid range and the NCCL
+// version that added it; the unset value NCCL_CONFIG_UNDEF_INT is always valid. NCCL reads a field
+// only when the caller's config version has it (an older one gets the default) and mixccl does
+// the same, so a config that works with one works with the other. mixccl ignores most of these
+// fields (they tune device kernels) but refuses what NCCL refuses.
 struct IntField {
   size_t offset;
   const char* name;
   int min;
   int max;
+  unsigned since;  // config version that has the field; 0: NCCL reads it from any version
 };
 constexpr IntField kIntFields[] = {
-    {offsetof(ncclConfig_t, cgaClusterSize), "cgaClusterSize", 0, INT_MAX},
-    {offsetof(ncclConfig_t, minCTAs), "minCTAs", 1, INT_MAX},
-    {offsetof(ncclConfig_t, maxCTAs), "maxCTAs", 1, INT_MAX},
-    {offsetof(ncclConfig_t, splitShare), "splitShare", 0, 1},
-    {offsetof(ncclConfig_t, collnetEnable), "collnetEnable", 0, 1},
-    // NCCL_CTA_POLICY_DEFAULT (0) or a combination of the EFFICIENCY (1) and ZERO (2) flags.
-    {offsetof(ncclConfig_t, CTAPolicy), "CTAPolicy", 0, NCCL_CTA_POLICY_EFFICIENCY | NCCL_CTA_POLICY_ZERO},
-    {offsetof(ncclConfig_t, shrinkShare), "shrinkShare", 0, 1},
-    {offsetof(ncclConfig_t, nvlsCTAs), "nvlsCTAs", 1, INT_MAX},
-    {offsetof(ncclConfig_t, nChannelsPerNetPeer), "nChannelsPerNetPeer", 1, INT_MAX},
-    {offsetof(ncclConfig_t, nvlinkCentricSched), "nvlinkCentricSched", 0, 1},
+    {offsetof(ncclConfig_t, blocking), "blocking", 0, 1, NCCL_VERSION(2, 14, 0)},
+    {offsetof(ncclConfig_t, cgaClusterSize), "cgaClusterSize", 0, INT_MAX, NCCL_VERSION(2, 17, 0)},
+    {offsetof(ncclConfig_t, minCTAs), "minCTAs", 1, INT_MAX, NCCL_VERSION(2, 17, 0)},
+    {offsetof(ncclConfig_t, maxCTAs), "maxCTAs", 1, INT_MAX, NCCL_VERSION(2, 17, 0)},
+    {offsetof(ncclConfig_t, splitShare), "splitShare", 0, 1, 0},
+    {offsetof(ncclConfig_t, collnetEnable), "collnetEnable", 0, 1, NCCL_VERSION(2, 27, 0)},
+    // One of NCCL_CTA_POLICY_DEFAULT (0), _EFFICIENCY (1) or _ZERO (2): NCCL checks the range, so
+    // EFFICIENCY | ZERO (3) is refused although the names look like flags.
+    {offsetof(ncclConfig_t, CTAPolicy), "CTAPolicy", NCCL_CTA_POLICY_DEFAULT, NCCL_CTA_POLICY_ZERO,
+     NCCL_VERSION(2, 27, 0)},
+    {offsetof(ncclConfig_t, shrinkShare), "shrinkShare", 0, 1, NCCL_VERSION(2, 27, 0)},
+    {offsetof(ncclConfig_t, nvlsCTAs), "nvlsCTAs", 1, INT_MAX, NCCL_VERSION(2, 27, 0)},
+    {offsetof(ncclConfig_t, nChannelsPerNetPeer), "nChannelsPerNetPeer", 1, kMaxChannels, NCCL_VERSION(2, 28, 0)},
+    {offsetof(ncclConfig_t, nvlinkCentricSched), "nvlinkCentricSched", 0, 1, NCCL_VERSION(2, 28, 0)},
 };
+constexpr size_t kNumIntFields = sizeof(kIntFields) / sizeof(kIntFields[0]);
+static_assert(kIntFields[0].offset == offsetof(ncclConfig_t, blocking) &&
+                  kIntFields[2].offset == offsetof(ncclConfig_t, minCTAs) &&
+                  kIntFields[3].offset == offsetof(ncclConfig_t, maxCTAs),
+              "blocking, minCTAs and maxCTAs are entries 0, 2 and 3 of kIntFields");
 
 }  // namespace
 
@@ -192,32 +202,30 @@ Result lookupReadyComm(const char* fn, ncclComm_t handle, Communicator** out) {
 Result parseConfig(const char* fn, const ncclConfig_t* config, CommOptions* out) {
   *out = CommOptions{};
   if (config == nullptr) return Result::kSuccess;
+  // Only fields that lie inside the caller's struct are read (an older caller has a smaller one);
+  // the others keep their NCCL_CONFIG_INITIALIZER values, as NCCL copies min(size, its sizeof).
+  auto has = [config](size_t offset, size_t bytes) { return offset + bytes <= config->size; };
+  if (!has(offsetof(ncclConfig_t, magic), sizeof(unsigned))) {
+    return fail(Result::kInvalidArgument,
+                "%s: config size is %zu, too small to hold its magic: initialise ncclConfig_t with "
+                "NCCL_CONFIG_INITIALIZER",
+                fn, config->size);
+  }
   if (config->magic != kConfigMagic) {
     return fail(Result::kInvalidArgument,
                 "%s: config magic is 0x%x, not 0x%x: initialise ncclConfig_t with "
                 "NCCL_CONFIG_INITIALIZER",
                 fn, config->magic, kConfigMagic);
   }
-  if (config->version < kMinConfigVersion || config->size < offsetof(ncclConfig_t, blocking) + sizeof(int)) {
-    return fail(Result::kInvalidArgument, "%s: config version %u / size %zu is not a valid ncclConfig_t", fn,
-                config->version, config->size);
-  }
-  // Only fields that lie inside the caller's struct are read (an older caller has a smaller one).
-  auto has = [config](size_t offset, size_t bytes) { return offset + bytes <= config->size; };
-  if (has(offsetof(ncclConfig_t, blocking), sizeof(int))) {
-    int b = config->blocking;
-    if (b != NCCL_CONFIG_UNDEF_INT && b != 0 && b != 1) {
-      return fail(Result::kInvalidArgument, "%s: config blocking must be 0 or 1, got %d", fn, b);
-    }
-    out->blocking = b != 0;
-  }
-  int present[sizeof(kIntFields) / sizeof(kIntFields[0])];
-  for (size_t i = 0; i < sizeof(kIntFields) / sizeof(kIntFields[0]); ++i) {
+  // An old version is not refused: as in NCCL, the fields it predates keep their defaults.
+  const unsigned version = has(offsetof(ncclConfig_t, version), sizeof(unsigned)) ? config->version : NCCL_VERSION_CODE;
+  int value[kNumIntFields];
+  for (size_t i = 0; i < kNumIntFields; ++i) {
     const IntField& f = kIntFields[i];
-    present[i] = NCCL_CONFIG_UNDEF_INT;
-    if (!has(f.offset, sizeof(int))) continue;
-    memcpy(&present[i], reinterpret_cast<const char*>(config) + f.offset, sizeof(int));
-    const int v = present[i];
+    value[i] = NCCL_CONFIG_UNDEF_INT;
+    if (!has(f.offset, sizeof(int)) || version < f.since) continue;
+    memcpy(&value[i], reinterpret_cast<const char*>(config) + f.offset, sizeof(int));
+    const int v = value[i];
     if (v != NCCL_CONFIG_UNDEF_INT && (v < f.min || v > f.max)) {
       if (f.max == INT_MAX) {
         return fail(Result::kInvalidArgument, "%s: config %s must be at least %d (or NCCL_CONFIG_UNDEF_INT), got %d",
@@ -227,13 +235,16 @@ Result parseConfig(const char* fn, const ncclConfig_t* config, CommOptions* out)
                   f.name, f.min, f.max, v);
     }
   }
-  static_assert(kIntFields[1].offset == offsetof(ncclConfig_t, minCTAs) &&
-                    kIntFields[2].offset == offsetof(ncclConfig_t, maxCTAs),
-                "minCTAs and maxCTAs are entries 1 and 2 of kIntFields");
-  const int minCTAs = present[1], maxCTAs = present[2];
-  if (minCTAs != NCCL_CONFIG_UNDEF_INT && maxCTAs != NCCL_CONFIG_UNDEF_INT && minCTAs > maxCTAs) {
+  const int minCTAs = value[2], maxCTAs = value[3];
+  if (minCTAs != NCCL_CONFIG_UNDEF_INT && maxCTAs == NCCL_CONFIG_UNDEF_INT) {
+    // NCCL compares the two as they are, and the unset maxCTAs (INT_MIN) is below any minCTAs.
+    return fail(Result::kInvalidArgument,
+                "%s: config minCTAs is %d but maxCTAs is unset, which NCCL refuses; set maxCTAs as well", fn, minCTAs);
+  }
+  if (minCTAs > maxCTAs) {
     return fail(Result::kInvalidArgument, "%s: config minCTAs %d is larger than maxCTAs %d", fn, minCTAs, maxCTAs);
   }
+  out->blocking = value[0] != 0;  // unset (NCCL_CONFIG_UNDEF_INT) is blocking, NCCL's default
   if (has(offsetof(ncclConfig_t, commName), sizeof(const char*)) && config->commName != nullptr) {
     out->name = config->commName;
   }

@@ -397,12 +397,19 @@ void addInitRows(Rows& add) {
       {"size"});
   add("ncclCommInitRankConfig", "ConfigSizeOfHeaderOnly", initWithConfig([](C c) { c.size = 8; }), ncclInvalidArgument,
       {"size"});
-  // ncclConfig_t got its size/magic/version header in NCCL 2.14, so an older version number is
-  // garbage. NCCL resets the newer fields instead; refusing is safer than guessing the layout.
-  add("ncclCommInitRankConfig", "ConfigVersionZero", initWithConfig([](C c) { c.version = 0; }), ncclInvalidArgument,
-      {"version"});
-  add("ncclCommInitRankConfig", "ConfigVersionBefore2_14", initWithConfig([](C c) { c.version = 21399; }),
-      ncclInvalidArgument, {"version"});
+  // A size that holds the magic but not the version reads as the current version, the other
+  // fields as unset.
+  add("ncclCommInitRankConfig", "ConfigSizeOfMagicOnly", initWithConfig([](C c) { c.size = 12; }), ncclSuccess, {});
+  // An old version is accepted, and the fields it predates keep their defaults, whatever they hold.
+  add("ncclCommInitRankConfig", "ConfigVersionZero", initWithConfig([](C c) { c.version = 0; }), ncclSuccess, {});
+  add("ncclCommInitRankConfig", "ConfigVersionBefore2_14", initWithConfig([](C c) { c.version = 21399; }), ncclSuccess,
+      {});
+  add("ncclCommInitRankConfig", "ConfigVersion2_16IgnoresMinCTAs",
+      initWithConfig([](C c) { c.version = 21600, c.minCTAs = 0; }), ncclSuccess, {});
+  add("ncclCommInitRankConfig", "ConfigVersion2_27IgnoresNChannelsPerNetPeer",
+      initWithConfig([](C c) { c.version = 22700, c.nChannelsPerNetPeer = 1000; }), ncclSuccess, {});
+  add("ncclCommInitRankConfig", "ConfigVersion2_27ChecksCTAPolicy",
+      initWithConfig([](C c) { c.version = 22700, c.CTAPolicy = 3; }), ncclInvalidArgument, {"CTAPolicy"});
   add("ncclCommInitRankConfig", "ConfigBlockingTwo", initWithConfig([](C c) { c.blocking = 2; }), ncclInvalidArgument,
       {"blocking"});
   add("ncclCommInitRankConfig", "ConfigCgaClusterSizeNegative", initWithConfig([](C c) { c.cgaClusterSize = -5; }),
@@ -413,18 +420,34 @@ void addInitRows(Rows& add) {
       ncclInvalidArgument, {"maxCTAs"});
   add("ncclCommInitRankConfig", "ConfigMinCTAsAboveMaxCTAs", initWithConfig([](C c) { c.minCTAs = 8, c.maxCTAs = 4; }),
       ncclInvalidArgument, {"minCTAs"});
+  // NCCL compares minCTAs with the unset maxCTAs (INT_MIN) as it is, so minCTAs alone is refused.
+  add("ncclCommInitRankConfig", "ConfigMinCTAsWithoutMaxCTAs", initWithConfig([](C c) { c.minCTAs = 4; }),
+      ncclInvalidArgument, {"maxCTAs"});
+  add("ncclCommInitRankConfig", "ConfigMaxCTAsWithoutMinCTAs", initWithConfig([](C c) { c.maxCTAs = 4; }), ncclSuccess,
+      {});
   add("ncclCommInitRankConfig", "ConfigSplitShareTwo", initWithConfig([](C c) { c.splitShare = 2; }),
       ncclInvalidArgument, {"splitShare"});
   add("ncclCommInitRankConfig", "ConfigCollnetEnableTwo", initWithConfig([](C c) { c.collnetEnable = 2; }),
       ncclInvalidArgument, {"collnetEnable"});
   add("ncclCommInitRankConfig", "ConfigCTAPolicyUnknownBits", initWithConfig([](C c) { c.CTAPolicy = 64; }),
       ncclInvalidArgument, {"CTAPolicy"});
+  // NCCL takes CTAPolicy as one value up to NCCL_CTA_POLICY_ZERO, not as a set of flags.
+  add("ncclCommInitRankConfig", "ConfigCTAPolicyEfficiencyAndZero",
+      initWithConfig([](C c) { c.CTAPolicy = NCCL_CTA_POLICY_EFFICIENCY | NCCL_CTA_POLICY_ZERO; }), ncclInvalidArgument,
+      {"CTAPolicy"});
+  add("ncclCommInitRankConfig", "ConfigCTAPolicyZero", initWithConfig([](C c) { c.CTAPolicy = NCCL_CTA_POLICY_ZERO; }),
+      ncclSuccess, {});
   add("ncclCommInitRankConfig", "ConfigShrinkShareNegative", initWithConfig([](C c) { c.shrinkShare = -7; }),
       ncclInvalidArgument, {"shrinkShare"});
   add("ncclCommInitRankConfig", "ConfigNvlsCTAsZero", initWithConfig([](C c) { c.nvlsCTAs = 0; }), ncclInvalidArgument,
       {"nvlsCTAs"});
   add("ncclCommInitRankConfig", "ConfigNChannelsPerNetPeerZero", initWithConfig([](C c) { c.nChannelsPerNetPeer = 0; }),
       ncclInvalidArgument, {"nChannelsPerNetPeer"});
+  // NCCL's limit is its channel count, MAXCHANNELS (64).
+  add("ncclCommInitRankConfig", "ConfigNChannelsPerNetPeerAboveMaxChannels",
+      initWithConfig([](C c) { c.nChannelsPerNetPeer = 65; }), ncclInvalidArgument, {"nChannelsPerNetPeer"});
+  add("ncclCommInitRankConfig", "ConfigNChannelsPerNetPeerMaxChannels",
+      initWithConfig([](C c) { c.nChannelsPerNetPeer = 64; }), ncclSuccess, {});
   add("ncclCommInitRankConfig", "ConfigNvlinkCentricSchedThree", initWithConfig([](C c) { c.nvlinkCentricSched = 3; }),
       ncclInvalidArgument, {"nvlinkCentricSched"});
 
