@@ -148,7 +148,8 @@ MIXCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int
   return apiGuard("ncclCommInitAll", [&]() -> Result {
     const char* fn = "ncclCommInitAll";
     MIXCCL_TRY(checkOut(fn, comms, "comms"));
-    if (ndev < 1) return fail(Result::kInvalidArgument, "%s: ndev is %d; it must be at least 1", fn, ndev);
+    if (ndev < 0) return fail(Result::kInvalidArgument, "%s: ndev is %d; it must not be negative", fn, ndev);
+    if (ndev == 0) return Result::kSuccess;  // as in NCCL: no ranks, nothing created, comms untouched
     // Device numbers only label the ranks of a host-memory communicator, but a negative one is
     // refused as NCCL refuses it, before any rank starts.
     for (int r = 0; devlist != nullptr && r < ndev; ++r) {

@@ -480,10 +480,15 @@ void addInitRows(Rows& add) {
       ncclInvalidArgument, {"comms"});
   add("ncclCommInitAll", "NdevNegative", [](Env& e) { return ncclCommInitAll(&e.made, -1, nullptr); },
       ncclInvalidArgument, {"ndev"});
-  // NCCL creates nothing for ndev == 0 and returns success; a caller that asks for no ranks has a
-  // bug, and mixccl says so rather than hand back an empty array as if it worked.
-  add("ncclCommInitAll", "NdevZero", [](Env& e) { return ncclCommInitAll(&e.made, 0, nullptr); }, ncclInvalidArgument,
-      {"ndev"});
+  // As in NCCL: no ranks asked for, none made, and comms is left as it was.
+  add("ncclCommInitAll", "NdevZero",
+      [](Env& e) {
+        e.made = reinterpret_cast<ncclComm_t>(0x1);
+        const ncclResult_t r = ncclCommInitAll(&e.made, 0, nullptr);
+        EXPECT_EQ(e.made, reinterpret_cast<ncclComm_t>(0x1)) << "ncclCommInitAll wrote comms[0] for ndev 0";
+        return r;
+      },
+      ncclSuccess, {});
   add("ncclCommInitAll", "DevlistNegative",
       [](Env& e) {
         int devs[1] = {-1};
