@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <exception>
 
 #include "common/config.h"
 #include "common/log.h"
@@ -151,16 +152,30 @@ Result Engine::enqueue(std::vector<std::unique_ptr<Op>> ops, bool waitDone) {
       }
       return failure("enqueue");
     }
-    ticket = batch->ticket = nextTicket_++;
-    queue_.push_back(std::move(batch));
-    if (!thread_.joinable()) {
-      thread_ = std::thread([this] { run(); });
-      // "mixccl-prog R" in top -H, gdb and perf (docs/DEBUGGING.md), named before the call returns
-      // (15 characters at most: ranks from 1000 on are cut short).
-      char name[16];
-      snprintf(name, sizeof(name), "mixccl-prog %d", comm_->rank());
-      (void)pthread_setname_np(thread_.native_handle(), name);
+    // The thread first, then the batch: a thread that cannot be created (or a queue that cannot
+    // grow) must not leave a batch queued with its start fence and gate held, which no one
+    // would ever release. The ticket is taken only once the batch is queued (waitIdle waits for
+    // every ticket handed out).
+    try {
+      if (!thread_.joinable()) {
+        thread_ = std::thread([this] { run(); });
+        // "mixccl-prog R" in top -H, gdb and perf (docs/DEBUGGING.md), named before the call
+        // returns (15 characters at most: ranks from 1000 on are cut short).
+        char name[16];
+        snprintf(name, sizeof(name), "mixccl-prog %d", comm_->rank());
+        (void)pthread_setname_np(thread_.native_handle(), name);
+      }
+      batch->ticket = nextTicket_;
+      queue_.push_back(std::move(batch));  // strong guarantee: `batch` is intact if it throws
+    } catch (const std::exception& e) {
+      lk.unlock();
+      releaseHolds(batch->holds);
+      return fail(Result::kSystemError,
+                  "rank %d: could not queue the operation (%s): its progress thread could not be started or the "
+                  "queue could not grow; free memory or threads and create a new communicator",
+                  comm_->rank(), e.what());
     }
+    ticket = nextTicket_++;
   }
   cv_.notify_all();
   return waitDone ? waitTicket(ticket, "ncclGroupEnd") : Result::kSuccess;

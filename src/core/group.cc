@@ -279,6 +279,8 @@ Result runOps(std::vector<std::unique_ptr<Op>>& ops, bool callHolds) {
       batch.push_back(std::move(op));
     }
     Result q = comm->engine()->enqueue(std::move(batch), waitDone);
+    // Sequence numbers are taken: a batch that never went out leaves this rank out of step.
+    if (q != Result::kSuccess) comm->setAsyncError(q);
     if (r == Result::kSuccess) r = q;
   }
   auto& sync = scratch.sync;
@@ -287,20 +289,22 @@ Result runOps(std::vector<std::unique_ptr<Op>>& ops, bool callHolds) {
     if (op != nullptr && !queued(op->comm)) sync.push_back(op.get());
   }
   if (sync.empty()) return r;
+  // Sequence numbers are taken: when the synchronous operations cannot run, their communicators
+  // are out of step with their peers from here on (as runSingle says too).
+  auto abandon = [&](Result e) {
+    for (Op* op : sync) op->comm->setAsyncError(e);
+    return r == Result::kSuccess ? e : r;
+  };
   // The wire order is the issue order: queued work of these communicators goes first.
   for (auto& [comm, isAsync] : comms) {
     Engine* engine = comm->existingEngine();
     if (isAsync || engine == nullptr) continue;
     Result w = engine->waitIdle("synchronous call after queued work");
-    if (w != Result::kSuccess) return r == Result::kSuccess ? w : r;
+    if (w != Result::kSuccess) return abandon(w);
   }
   for (Op* op : sync) {
     Result p = planOp(op);
-    if (p != Result::kSuccess) {
-      // Sequence numbers are taken: this rank is out of step with its peers from here on.
-      op->comm->setAsyncError(p);
-      return r == Result::kSuccess ? p : r;
-    }
+    if (p != Result::kSuccess) return abandon(p);
   }
   auto& streams = scratch.streams;
   partitionOps(sync, &streams);

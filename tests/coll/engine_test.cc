@@ -10,6 +10,9 @@
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <nccl.h>
+#include <pthread.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -718,6 +721,100 @@ TEST(EngineTest, EnqueueLatencyBenchmark) {
   });
   printf("[ engine ] enqueue latency, median of %d calls: rank 0 %.1f us, rank 1 %.1f us\n", kCalls, medians[0],
          medians[1]);
+}
+
+// A backend whose holdStream fails at its `failAt`-th call (counted from 0).
+class FlakyGateBackend : public AsyncBackend {
+ public:
+  std::atomic<int> failAt{-1};
+  std::atomic<int> holds{0};
+  Result holdStream(void* stream, StreamGate** gate) override {
+    if (holds++ == failAt.load()) {
+      *gate = nullptr;
+      return fail(Result::kUnhandledDeviceError, "injected: holdStream failed");
+    }
+    return AsyncBackend::holdStream(stream, gate);
+  }
+};
+
+// A queued call that fails inside Engine::enqueue has taken its sequence number already: the rank
+// is out of step with its peers, so the communicator keeps the error (it was left usable, and the
+// next call went out one collective behind the peers').
+TEST(EngineTest, EnqueueFailureAfterIssueSetsTheAsyncError) {
+  EnvGuard timeout("MIXCCL_TIMEOUT", "5");
+  FlakyGateBackend b0, b1;
+  b0.failAt = 1;  // rank 0's second call
+  BackendRanks ranks({&b0, &b1});
+  ASSERT_TRUE(ranks.ok());
+  ncclResult_t calls[2][3] = {};
+  ncclResult_t asyncAfterFailure = ncclSuccess;
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      FlakyGateBackend& be = r == 0 ? b0 : b1;
+      UserStream s{be.makeStream()};
+      std::vector<float> a(1000, 1.0f);
+      for (int i = 0; i < 3; ++i) {
+        calls[r][i] = ncclAllReduce(a.data(), a.data(), a.size(), ncclFloat32, ncclSum, ranks.comm(r), s);
+        if (r == 0 && i == 1) {
+          EXPECT_EQ(ncclCommGetAsyncError(ranks.comm(0), &asyncAfterFailure), ncclSuccess);
+        }
+      }
+      EXPECT_TRUE(s->sync(std::chrono::seconds(30)));
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(calls[0][0], ncclSuccess);
+  EXPECT_EQ(calls[0][1], ncclUnhandledCudaError);
+  EXPECT_NE(asyncAfterFailure, ncclSuccess) << "the failed call took a sequence number but left the comm usable";
+  EXPECT_NE(calls[0][2], ncclSuccess) << "rank 0's third call was accepted although the rank is out of step";
+  EXPECT_EQ(b0.gatesHeld(), b0.gatesReleased());
+}
+
+// The progress thread cannot be created (no memory for its stack): the call fails, and its batch
+// is not left queued with its stream's gate held (the user's later work on the stream never ran).
+TEST(EngineTest, ProgressThreadThatCannotStartLeavesNoGateHeld) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "the address-space limit this test sets breaks the sanitizer's own mappings";
+#else
+  AsyncRanks ranks(1);
+  ASSERT_TRUE(ranks.ok());
+  AsyncBackend& be = ranks.backend(0);
+  UserStream s{be.makeStream()};  // its worker thread before the limit
+  std::vector<float> a(1000, 1.0f);
+  // Thread stacks larger than any glibc keeps cached, and an address space that cannot hold one.
+  pthread_attr_t attr, saved;
+  ASSERT_EQ(pthread_getattr_default_np(&saved), 0);
+  ASSERT_EQ(pthread_attr_init(&attr), 0);
+  ASSERT_EQ(pthread_attr_setstacksize(&attr, size_t{1} << 30), 0);
+  ASSERT_EQ(pthread_setattr_default_np(&attr), 0);
+  rlimit oldLimit{};
+  ASSERT_EQ(getrlimit(RLIMIT_AS, &oldLimit), 0);
+  long pages = 0;
+  if (std::FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld", &pages) != 1) pages = 0;
+    std::fclose(f);
+  }
+  ASSERT_GT(pages, 0);
+  rlimit tight = oldLimit;
+  tight.rlim_cur = static_cast<rlim_t>(pages) * static_cast<rlim_t>(sysconf(_SC_PAGESIZE)) + (rlim_t{256} << 20);
+  ASSERT_EQ(setrlimit(RLIMIT_AS, &tight), 0);
+  const ncclResult_t res = ncclAllReduce(a.data(), a.data(), a.size(), ncclFloat32, ncclSum, ranks.comm(0), s);
+  const std::string message = ncclGetLastError(nullptr);
+  EXPECT_EQ(setrlimit(RLIMIT_AS, &oldLimit), 0);
+  EXPECT_EQ(pthread_setattr_default_np(&saved), 0);
+  pthread_attr_destroy(&attr);
+  pthread_attr_destroy(&saved);
+  EXPECT_EQ(res, ncclSystemError) << message;
+  std::atomic<bool> later{false};
+  s->enqueue([&] { later = true; });
+  EXPECT_TRUE(s->sync(std::chrono::seconds(5))) << "the failed call left its stream blocked";
+  EXPECT_TRUE(later.load());
+  EXPECT_EQ(be.gatesHeld(), be.gatesReleased());
+  ncclResult_t async = ncclSuccess;
+  EXPECT_EQ(ncclCommGetAsyncError(ranks.comm(0), &async), ncclSuccess);
+  EXPECT_EQ(async, ncclSystemError) << "the call took a sequence number and never ran";
+#endif
 }
 
 }  // namespace
