@@ -324,7 +324,7 @@ MIXCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
     Communicator* c = nullptr;
     MIXCCL_TRY(mixccl::api::takeComm("ncclCommDestroy", comm, &c));
     mixccl::group::forget(c);
-    c->waitForCalls();
+    if (!c->waitForCalls()) return Result::kSuccess;  // leaked, with a WARN: a call still uses it
     mixccl::api::freeComm(comm);
     return Result::kSuccess;
   });
@@ -337,7 +337,7 @@ MIXCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
     MIXCCL_TRY(mixccl::api::takeComm("ncclCommAbort", comm, &c));
     c->abort();
     mixccl::group::forget(c);
-    c->waitForCalls();
+    if (!c->waitForCalls()) return Result::kSuccess;  // leaked, with a WARN: a call still uses it
     // Queued and running work fails at once (the abort flag) and every stream gate is released;
     // after the pinned calls, which may still be creating the engine.
     c->stopEngine();

@@ -397,12 +397,38 @@ void Communicator::stopEngine() {
   if (engine_) engine_->stop();
 }
 
-void Communicator::waitForCalls() {
-  // Calls observe the abort flag within milliseconds; the bound only protects against a bug.
-  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (calls_.load(std::memory_order_acquire) > 0 && std::chrono::steady_clock::now() < until) {
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
+namespace {
+std::atomic<int64_t> gCallGraceMs{30000};
+}  // namespace
+
+void Communicator::setCallGraceForTesting(std::chrono::milliseconds grace) { gCallGraceMs.store(grace.count()); }
+
+bool Communicator::waitForCalls() {
+  auto waitUntil = [this](std::chrono::steady_clock::time_point until) {
+    while (calls_.load(std::memory_order_seq_cst) > 0) {
+      if (std::chrono::steady_clock::now() >= until) return false;
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    return true;
+  };
+  // Calls observe the abort flag within milliseconds; a destroy lets them finish first. A call of
+  // another thread may block much longer (a peer that never joins: until MIXCCL_TIMEOUT), and
+  // freeing under it crashed, so the grace period ends in an abort, never in a free.
+  const auto grace = std::chrono::milliseconds(gCallGraceMs.load());
+  if (waitUntil(std::chrono::steady_clock::now() + grace)) return true;
+  if (!aborted()) {
+    MIXCCL_WARN(
+        "rank %d: ncclCommDestroy: another thread is still inside a call on this communicator after %lld ms; "
+        "aborting that call so the communicator can be freed (NCCL allows no call during destroy)",
+        rank_, static_cast<long long>(grace.count()));
+    abort();
   }
+  if (waitUntil(std::chrono::steady_clock::now() + std::chrono::seconds(30))) return true;
+  MIXCCL_WARN(
+      "rank %d: a call on this communicator did not end within 30 s of the abort; the communicator is leaked "
+      "(not freed) so that call cannot crash",
+      rank_);
+  return false;
 }
 
 }  // namespace mixccl

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -185,8 +186,14 @@ class Communicator {
   // Calls in flight (see the class comment).
   void enterCall() { calls_.fetch_add(1, std::memory_order_acq_rel); }
   void leaveCall() { calls_.fetch_sub(1, std::memory_order_acq_rel); }
-  // Waits (bounded) until no call is in flight, e.g. before freeing after abort.
-  void waitForCalls();
+  // Waits until no call is in flight, before destroy or abort frees the communicator. A call
+  // still pinned after a grace period (30 s; a call of another thread during destroy is misuse)
+  // is made to fail at once (abort()); one still pinned 30 s after that is a bug, and the
+  // communicator is leaked with a WARN naming the rank: false, and the caller must not free it.
+  // Never returns true while a call is pinned.
+  [[nodiscard]] bool waitForCalls();
+  // Tests: the grace period of waitForCalls() (default 30 s).
+  static void setCallGraceForTesting(std::chrono::milliseconds grace);
 
   // The caller slot (see the class comment). kTaken: this thread now holds it and must
   // releaseCaller(); kNested: this thread held it already (group end inside a call); kBusy:

@@ -8,6 +8,7 @@
 #include <nccl.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <string>
@@ -16,6 +17,7 @@
 
 #include "common/config.h"
 #include "common/socket.h"
+#include "src/core/communicator.h"
 #include "tests/support/rank_threads.h"
 
 namespace mixccl::testing {
@@ -488,6 +490,32 @@ TEST_F(ApiTest, AbortFromAnotherThreadUnblocksACall) {
   EXPECT_NE(res, ncclSuccess);
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
   EXPECT_EQ(ncclCommAbort(comms[1]), ncclSuccess);
+}
+
+// ncclCommDestroy while another thread is inside a blocking call on the communicator (NCCL
+// forbids it; a watchdog does it): destroy waited 30 s and then freed the communicator under the
+// call (SIGSEGV). Now, after the grace period, it aborts the call and frees only once it left.
+TEST_F(ApiTest, DestroyNeverFreesUnderACallOfAnotherThread) {
+  Communicator::setCallGraceForTesting(std::chrono::milliseconds(300));
+  ncclComm_t pair[2];
+  ASSERT_EQ(ncclCommInitAll(pair, 2, nullptr), ncclSuccess) << ncclGetLastError(nullptr);
+  std::vector<float> v(1 << 20, 1.0f);
+  std::atomic<bool> inCall{false};
+  ncclResult_t res = ncclSuccess;
+  std::thread blocked([&] {
+    inCall = true;
+    res = ncclAllReduce(v.data(), v.data(), v.size(), ncclFloat32, ncclSum, pair[0], nullptr);  // rank 1 never joins
+  });
+  while (!inCall) std::this_thread::yield();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(ncclCommDestroy(pair[0]), ncclSuccess);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  blocked.join();
+  Communicator::setCallGraceForTesting(std::chrono::seconds(30));
+  EXPECT_NE(res, ncclSuccess);
+  EXPECT_LT(took, std::chrono::seconds(10)) << "destroy waited for the call's own deadline";
+  EXPECT_EQ(ncclCommAbort(pair[1]), ncclSuccess);
 }
 
 }  // namespace
