@@ -77,7 +77,10 @@ void freeComm(ncclComm* handle) {
   // Destroy and abort both end here. Registrations the user never deregistered would otherwise
   // leak; they die with the communicator in NCCL too (ncclRegCleanup).
   dropRegistrations(handle);
+  // The handle's reference: a group of another thread may still hold one (Communicator::hold).
+  Communicator* c = handle->impl.release();
   delete handle;
+  Communicator::release(c);
 }
 
 void releaseComm(ncclComm* handle) {

@@ -39,8 +39,10 @@ Result lookupCallerComm(const char* fn, ncclComm_t handle, Communicator** out);
 // parent's rank page and shared lanes, and tell its peers it left. The child's copy of the memory
 // goes when the child exits.
 Result takeComm(const char* fn, ncclComm_t handle, Communicator** out);
-// Frees a handle taken with takeComm once no call uses it (Communicator::waitForCalls), and the
-// buffer and window registrations the user did not deregister (dropRegistrations).
+// Frees a handle taken with takeComm once no call uses it (Communicator::waitForCalls) with the
+// buffer and window registrations the user did not deregister (dropRegistrations), and drops its
+// reference to the communicator, which goes when no group holds one either (Communicator::hold:
+// a group of another thread that queued work on it frees it at its end).
 void freeComm(ncclComm* handle);
 // Unregisters and frees a handle no other thread can know yet (its init failed inline).
 void releaseComm(ncclComm* handle);

@@ -323,8 +323,12 @@ MIXCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
     if (comm == nullptr) return Result::kSuccess;  // NCCL accepts destroying a NULL communicator
     Communicator* c = nullptr;
     MIXCCL_TRY(mixccl::api::takeComm("ncclCommDestroy", comm, &c));
+    c->close();
     mixccl::group::forget(c);
     if (!c->waitForCalls()) return Result::kSuccess;  // leaked, with a WARN: a call still uses it
+    // The queue runs out here, not when the last reference goes: a group of another thread that
+    // queued work on it may hold one until its ncclGroupEnd (which then fails).
+    c->stopEngine();
     mixccl::api::freeComm(comm);
     return Result::kSuccess;
   });
@@ -336,6 +340,7 @@ MIXCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
     Communicator* c = nullptr;
     MIXCCL_TRY(mixccl::api::takeComm("ncclCommAbort", comm, &c));
     c->abort();
+    c->close();
     mixccl::group::forget(c);
     if (!c->waitForCalls()) return Result::kSuccess;  // leaked, with a WARN: a call still uses it
     // Queued and running work fails at once (the abort flag) and every stream gate is released;

@@ -128,7 +128,8 @@ class Communicator {
   }
 
   // Abort: every wait on this communicator returns promptly with an error; irreversible.
-  void abort() { abort_.store(true, std::memory_order_release); }
+  // Sequentially consistent, as close(): see there.
+  void abort() { abort_.store(true, std::memory_order_seq_cst); }
   bool aborted() const { return abort_.load(std::memory_order_acquire); }
   const std::atomic<bool>* abortFlag() const { return &abort_; }
   // Revoke: operations in flight and later ones fail; the bootstrap stays usable for shrink.
@@ -184,7 +185,7 @@ class Communicator {
   Result lookupRedOp(int handle, const UserRedOp** out) const;
 
   // Calls in flight (see the class comment).
-  void enterCall() { calls_.fetch_add(1, std::memory_order_acq_rel); }
+  void enterCall() { calls_.fetch_add(1, std::memory_order_seq_cst); }
   void leaveCall() { calls_.fetch_sub(1, std::memory_order_acq_rel); }
   // Waits until no call is in flight, before destroy or abort frees the communicator. A call
   // still pinned after a grace period (30 s; a call of another thread during destroy is misuse)
@@ -194,6 +195,22 @@ class Communicator {
   [[nodiscard]] bool waitForCalls();
   // Tests: the grace period of waitForCalls() (default 30 s).
   static void setCallGraceForTesting(std::chrono::milliseconds grace);
+
+  // Destroy or abort has begun (the handle is gone): set before waitForCalls(). Whoever pins the
+  // communicator without the handle registry (a group's ncclGroupEnd, group.h) checks it after
+  // enterCall(): both sides are sequentially consistent, so either the pin is seen by
+  // waitForCalls() or closed() is seen by the pinner.
+  void close() { closed_.store(true, std::memory_order_seq_cst); }
+  bool closed() const { return closed_.load(std::memory_order_seq_cst); }
+
+  // References besides the handle's (group.h: a group that queued work on the communicator, or
+  // an init or a task for it, keeps one until its ncclGroupEnd). They keep the memory alive past
+  // destroy/abort without making those wait, as a pin does; the last one frees the communicator.
+  // The handle holds the first reference (api/handle.h, freeComm).
+  void hold() { refs_.fetch_add(1, std::memory_order_relaxed); }
+  static void release(Communicator* c) {
+    if (c->refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete c;
+  }
 
   // The caller slot (see the class comment). kTaken: this thread now holds it and must
   // releaseCaller(); kNested: this thread held it already (group end inside a call); kBusy:
@@ -257,6 +274,8 @@ class Communicator {
   std::atomic<bool> revoked_{false};
   std::atomic<int> asyncError_{static_cast<int>(Result::kInProgress)};
   std::atomic<int> calls_{0};
+  std::atomic<bool> closed_{false};
+  std::atomic<int> refs_{1};
   std::atomic<uintptr_t> caller_{0};
   const int32_t creatorPid_ = static_cast<int32_t>(getpid());
   uint64_t seq_ = 0;

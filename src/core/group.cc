@@ -20,9 +20,10 @@
 namespace mixccl::group {
 namespace {
 
-// A group's blocking call on `comm` (addTask). The communicator is pinned from addTask() until
-// the task has run, so a destroy or abort on another thread waits for it (Communicator::
-// waitForCalls); one on the group's own thread joins it first (forget()).
+// A group's blocking call on `comm` (addTask). One that starts at once pins the communicator
+// until it has run, so a destroy or abort on another thread waits for it (Communicator::
+// waitForCalls); one on the group's own thread joins it first (forget()). A deferred one (started
+// by end()) only holds a reference until then, as the group's operations do (GroupState::held).
 struct Task {
   Communicator* comm = nullptr;
   std::function<Result()> body;
@@ -46,9 +47,36 @@ struct GroupState {
   // communicator; `tasks` are running, `deferred` start at end(), after the group's operations.
   std::vector<Task> tasks;
   std::vector<Task> deferred;
+  // A reference (Communicator::hold) to every communicator the group's operations, inits and
+  // deferred tasks name, released when the group ends. Why a reference and not the handle or a
+  // pin: another thread (a watchdog) may destroy or abort the communicator before ncclGroupEnd;
+  // a pin would make that abort wait for this thread's ncclGroupEnd, and the operations keep a
+  // raw Communicator*, which a free would leave dangling (ncclGroupEnd read freed memory). With
+  // the reference the memory stays, destroy/abort return at once (the last reference frees), and
+  // end() pins each communicator and checks closed() before it touches anything else.
+  std::vector<Communicator*> held;
   Result firstError = Result::kSuccess;  // an error of a call inside the group, reported at end()
   std::string firstMessage;              // and its message
 };
+
+// Holds a reference to `comm` for the group (GroupState::held), once per communicator.
+void keep(GroupState& group, Communicator* comm) {
+  if (std::find(group.held.begin(), group.held.end(), comm) != group.held.end()) return;
+  group.held.reserve(group.held.size() + 1);  // may throw: before the reference, so nothing leaks
+  comm->hold();
+  group.held.push_back(comm);
+}
+
+// kInvalidArgument, as a call on the destroyed or aborted handle gets, when destroy or abort of
+// `comm` began (on another thread) after the group's calls on it. `comm` is pinned (or held) by
+// the caller, so closed() is reliable (Communicator::close).
+Result checkOpen(const char* fn, Communicator* comm, const char* consequence) {
+  if (!comm->closed()) return Result::kSuccess;
+  return fail(Result::kInvalidArgument,
+              "%s: communicator %p of rank %d was destroyed or aborted (by another thread) after this group's calls "
+              "on it; %s",
+              fn, static_cast<void*>(comm), comm->rank(), consequence);
+}
 
 // The last call outside a group on a thread, as prepareOp() and checkBuffers() left it: a
 // training step or a benchmark repeats its calls with the same buffers, and preparing one again
@@ -224,10 +252,6 @@ Result runSingle(Op* op) {
 // already (an operation outside a group), so this run takes neither again: each is a locked
 // instruction, and a small collective's call pays for every one of them.
 Result runOps(std::vector<std::unique_ptr<Op>>& ops, bool callHolds) {
-  CallerSlots slots;  // before anything of a communicator changes, sequence numbers included
-  if (!callHolds) {
-    for (auto& op : ops) MIXCCL_TRY(slots.claim(op->comm));
-  }
   // Per communicator in order of first appearance: whether any of its operations is queued. Then
   // all of its operations of this group go into one batch, so grouped sends and receives still
   // progress together; NULL-stream ones among them complete before the call returns.
@@ -241,6 +265,7 @@ Result runOps(std::vector<std::unique_ptr<Op>>& ops, bool callHolds) {
   }
   // Pinned for the whole run (an abort on another thread frees a communicator once unpinned);
   // the slots are released first, as the pins are.
+  CallerSlots slots;
   struct Pins {
     std::vector<std::pair<Communicator*, bool>>& comms;
     CallerSlots& slots;
@@ -255,6 +280,13 @@ Result runOps(std::vector<std::unique_ptr<Op>>& ops, bool callHolds) {
     for (auto& c : comms) c.first->enterCall();
   }
   Pins pins{comms, slots, callHolds};
+  if (!callHolds) {
+    // A group's communicators were checked at its calls, but not since: one destroyed or aborted
+    // meanwhile (the group's reference kept its memory) fails the group, before anything of any
+    // communicator changes, sequence numbers included (one failed call abandons the group).
+    for (auto& c : comms) MIXCCL_TRY(checkOpen("ncclGroupEnd", c.first, "none of the group's operations ran"));
+    for (auto& c : comms) MIXCCL_TRY(slots.claim(c.first));
+  }
   // The operations that run here go back to this thread's spares (recycle) before the pins go:
   // an operation gives its scratch memory back to its communicator's pool, which an abort on
   // another thread may free as soon as the communicator is unpinned.
@@ -317,6 +349,14 @@ Result runOps(std::vector<std::unique_ptr<Op>>& ops, bool callHolds) {
 // operations: running the others would leave this rank's sequence out of step with its peers'.
 Result finish(const char* fn, bool run) {
   GroupState& group = state();
+  // Released last, once nothing below uses the communicators (the last reference frees one that
+  // another thread destroyed or aborted meanwhile), also when something throws.
+  struct Release {
+    std::vector<Communicator*> held;
+    ~Release() {
+      for (Communicator* c : held) Communicator::release(c);
+    }
+  } release{std::move(group.held)};
   std::vector<Communicator*> inits = std::move(group.inits);
   std::vector<Task> tasks = std::move(group.tasks);
   std::vector<Task> deferred = std::move(group.deferred);
@@ -346,7 +386,6 @@ Result finish(const char* fn, bool run) {
     if (c->options().blocking && c->asyncError() != Result::kSuccess && r == Result::kSuccess) r = c->asyncError();
   }
   if (first != Result::kSuccess) {
-    for (Task& t : deferred) t.comm->leaveCall();  // never started
     return fail(first, "%s: a call inside the group failed, so none of its %zu operation(s) ran: %s", fn, ops.size(),
                 firstMessage.c_str());
   }
@@ -356,7 +395,15 @@ Result finish(const char* fn, bool run) {
   }
   // Finalize and shrink come after the group's operations, as the calls were issued; all at
   // once, as each waits for its communicator's other ranks, which may be this thread's too.
-  for (Task& t : deferred) t.start();
+  for (Task& t : deferred) {
+    t.comm->enterCall();  // the task's pin; checked after it (Communicator::close)
+    if (Result open = checkOpen(fn, t.comm, "its finalize or shrink did not run"); open != Result::kSuccess) {
+      t.comm->leaveCall();
+      *t.result = open;
+      continue;
+    }
+    t.start();
+  }
   join(deferred);
   return r;
 }
@@ -403,7 +450,8 @@ Result submit(std::unique_ptr<Op> op) {
     if (!grouped) scratch.last.remember(*op);
   }
   if (grouped) {
-    state().ops.push_back(std::move(op));
+    keep(scratch.group, op->comm);
+    scratch.group.ops.push_back(std::move(op));
     return Result::kSuccess;
   }
   auto& ops = scratch.single;
@@ -431,16 +479,22 @@ Result noteError(Result r) {
   return r;
 }
 
-void addPendingInit(Communicator* comm) { state().inits.push_back(comm); }
+void addPendingInit(Communicator* comm) {
+  state().inits.reserve(state().inits.size() + 1);
+  keep(state(), comm);
+  state().inits.push_back(comm);
+}
 
 void addTask(Communicator* comm, std::function<Result()> task, bool afterOps) {
   std::vector<Task>& list = afterOps ? state().deferred : state().tasks;
+  if (afterOps) keep(state(), comm);  // end() pins it when it starts the task
   Task& t = list.emplace_back();
   t.comm = comm;
   t.body = std::move(task);
   t.result = std::make_unique<Result>(Result::kInProgress);
+  if (afterOps) return;
   comm->enterCall();
-  if (!afterOps) t.start();
+  t.start();
 }
 
 void forget(Communicator* comm) {
@@ -450,15 +504,19 @@ void forget(Communicator* comm) {
     if (t.comm == comm && t.thread.joinable()) t.thread.join();
   }
   auto& deferred = state().deferred;
-  for (Task& t : deferred) {
-    if (t.comm == comm) t.comm->leaveCall();
-  }
   deferred.erase(std::remove_if(deferred.begin(), deferred.end(), [comm](const Task& t) { return t.comm == comm; }),
                  deferred.end());
   auto& ops = state().ops;
   ops.erase(std::remove_if(ops.begin(), ops.end(), [comm](const auto& op) { return op->comm == comm; }), ops.end());
   auto& inits = state().inits;
   inits.erase(std::remove(inits.begin(), inits.end(), comm), inits.end());
+  // The group's reference: the caller (destroy, abort) still holds the handle's, so this never
+  // frees.
+  auto& held = state().held;
+  if (auto it = std::find(held.begin(), held.end(), comm); it != held.end()) {
+    held.erase(it);
+    Communicator::release(comm);
+  }
 }
 
 }  // namespace mixccl::group

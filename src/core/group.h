@@ -36,7 +36,9 @@ bool active();
 // of an earlier call of this thread (prepareOp() replaces or clears it).
 std::unique_ptr<Op> newOp();
 
-// Runs `op` now (outside a group) or queues it (inside). Takes ownership. The calling API function
+// Runs `op` now (outside a group) or queues it (inside). Takes ownership. A queued operation's
+// communicator is held (Communicator::hold) until groupEnd(), which fails, running none of the
+// group's operations, if another thread destroyed or aborted it meanwhile. The calling API function
 // holds op->comm's caller slot and a pin on it (api/handle.h, lookupReadyComm) until it returns.
 Result submit(std::unique_ptr<Op> op);
 
@@ -49,11 +51,14 @@ void addPendingInit(Communicator* comm);
 // Runs `task`, a blocking call on `comm`, in a thread of its own: now, or with `afterOps` once
 // groupEnd() has run the group's operations; groupEnd() joins it and reports its error. For
 // blocking calls that need all ranks at once when one thread drives several ranks (ncclCommSplit,
-// ncclCommShrink, ncclCommFinalize in a group). `comm` stays pinned until the task has run.
+// ncclCommShrink, ncclCommFinalize in a group). A task started now pins `comm` until it has run;
+// a deferred one holds a reference (Communicator::hold) until groupEnd(), which pins `comm` when it
+// starts the task, or fails it if `comm` was destroyed or aborted meanwhile.
 void addTask(Communicator* comm, std::function<Result()> task, bool afterOps);
 
 // Removes every queued operation, pending init and task not started of `comm` (it is being
-// aborted or destroyed), and waits for its running tasks (an abort fails them at once).
+// aborted or destroyed) from this thread's group, drops the group's reference to it, and waits
+// for its running tasks (an abort fails them at once).
 void forget(Communicator* comm);
 
 }  // namespace group

@@ -11,6 +11,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -490,6 +492,78 @@ TEST_F(ApiTest, AbortFromAnotherThreadUnblocksACall) {
   EXPECT_NE(res, ncclSuccess);
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
   EXPECT_EQ(ncclCommAbort(comms[1]), ncclSuccess);
+}
+
+// A watchdog thread destroys or aborts a communicator while another thread has operations on it
+// queued in an open group. ncclGroupEnd read the freed communicator; now the watchdog returns at
+// once, and ncclGroupEnd fails as a call on the gone handle does, running none of the group's
+// operations (those on another communicator included: one failed call abandons the group).
+void groupEndAfterWatchdog(bool abort) {
+  ncclComm_t pair[2], solo = nullptr;
+  ASSERT_EQ(ncclCommInitAll(pair, 2, nullptr), ncclSuccess) << ncclGetLastError(nullptr);
+  ASSERT_EQ(ncclCommInitAll(&solo, 1, nullptr), ncclSuccess) << ncclGetLastError(nullptr);
+  std::vector<int> a(1000, 1), in(10, 7), out(10, 0);
+  std::atomic<int> phase{0};
+  ncclResult_t end = ncclSuccess;
+  std::string message;
+  std::thread caller([&] {
+    EXPECT_EQ(ncclGroupStart(), ncclSuccess);
+    EXPECT_EQ(ncclAllReduce(a.data(), a.data(), a.size(), ncclInt32, ncclSum, pair[0], nullptr), ncclSuccess);
+    EXPECT_EQ(ncclAllReduce(in.data(), out.data(), in.size(), ncclInt32, ncclSum, solo, nullptr), ncclSuccess);
+    phase = 1;
+    while (phase != 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    // What any allocation does: reuse the memory a free gave back.
+    std::vector<std::unique_ptr<char[]>> churn;
+    for (int i = 0; i < 1000; ++i) {
+      churn.emplace_back(new char[4096]);
+      memset(churn.back().get(), 0xab, 4096);
+    }
+    end = ncclGroupEnd();
+    message = ncclGetLastError(nullptr);
+  });
+  while (phase != 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(abort ? ncclCommAbort(pair[0]) : ncclCommDestroy(pair[0]), ncclSuccess);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_LT(took, std::chrono::milliseconds(abort ? 1000 : 5000)) << "the watchdog waited for the group";
+  phase = 2;
+  caller.join();
+  EXPECT_EQ(end, ncclInvalidArgument) << message;
+  EXPECT_NE(message.find("destroyed or aborted"), std::string::npos) << message;
+  EXPECT_EQ(out[0], 0) << "an operation of the abandoned group ran";
+  EXPECT_EQ(a[0], 1) << "an operation of the abandoned group ran";
+  // The other communicators stayed in step: nothing of the group went out.
+  expectAllReduceWorks(solo);
+  EXPECT_EQ(ncclCommDestroy(solo), ncclSuccess);
+  EXPECT_EQ(ncclCommAbort(pair[1]), ncclSuccess);
+}
+
+TEST_F(ApiTest, GroupEndAfterAnotherThreadAbortedItsCommunicator) { groupEndAfterWatchdog(/*abort=*/true); }
+
+TEST_F(ApiTest, GroupEndAfterAnotherThreadDestroyedItsCommunicator) { groupEndAfterWatchdog(/*abort=*/false); }
+
+// The same for a finalize deferred to ncclGroupEnd (it held a pin: the abort waited for the
+// group's end, up to 30 s, and then freed what the finalize used).
+TEST_F(ApiTest, GroupedFinalizeAfterAnotherThreadAbortedItsCommunicator) {
+  ncclComm_t pair[2];
+  ASSERT_EQ(ncclCommInitAll(pair, 2, nullptr), ncclSuccess) << ncclGetLastError(nullptr);
+  std::atomic<int> phase{0};
+  ncclResult_t end = ncclSuccess;
+  std::thread caller([&] {
+    EXPECT_EQ(ncclGroupStart(), ncclSuccess);
+    EXPECT_EQ(ncclCommFinalize(pair[0]), ncclSuccess);
+    phase = 1;
+    while (phase != 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    end = ncclGroupEnd();
+  });
+  while (phase != 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(ncclCommAbort(pair[0]), ncclSuccess);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1)) << "the abort waited for the group";
+  phase = 2;
+  caller.join();
+  EXPECT_EQ(end, ncclInvalidArgument);
+  EXPECT_EQ(ncclCommAbort(pair[1]), ncclSuccess);
 }
 
 // ncclCommDestroy while another thread is inside a blocking call on the communicator (NCCL
