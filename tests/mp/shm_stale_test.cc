@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "common/config.h"
+#include "common/pid_space.h"
 #include "common/socket.h"
 #include "src/core/bootstrap.h"
 #include "tests/support/private_shm.h"
@@ -254,7 +255,7 @@ int runJob() {
   JOB_CHECK(makeObject("mixccl-foreign-rank0",
                        {{0, kShmRankPageMagic},
                         {offsetof(ShmRankPageHeader, pid), deadPid},
-                        {offsetof(ShmRankPageHeader, pidSpace), shmPidSpace() ^ 1}},
+                        {offsetof(ShmRankPageHeader, pidSpace), localPidSpace() ^ 1}},
                        4096),
             "foreign");
   keep.insert({"mixccl-junk-short", "mixccl-junk-magic", "mixccl-foreign-rank0"});

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <new>
 
+#include "common/pid_space.h"
 #include "transports/shm/shm_stale.h"
 
 namespace mixccl {
@@ -67,7 +68,7 @@ Result ShmRankPage::create(uint64_t commHash, uint64_t nonce, int rank, ShmRankP
   auto* h = new (base) ShmRankPageHeader{};
   h->pid = static_cast<int32_t>(getpid());
   h->rank = rank;
-  h->pidSpace = shmPidSpace();
+  h->pidSpace = localPidSpace();
   h->magic.store(kShmRankPageMagic, std::memory_order_release);
   *out = ShmRankPage();
   out->header_ = h;

@@ -31,7 +31,7 @@ struct ShmRankPageHeader {
   int32_t rank;
   std::atomic<uint32_t> mappedBy;  // same-host peers that mapped this page
   std::atomic<uint32_t> closed;    // 1 once the owner's communicator is gone
-  uint64_t pidSpace;               // the owner's shmPidSpace(): whose pid namespace `pid` lives in
+  uint64_t pidSpace;               // the owner's localPidSpace(): whose pid namespace `pid` lives in
 };
 
 // Version 2 added pidSpace (and the nonce to the name).

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <new>
 
+#include "common/pid_space.h"
 #include "transports/shm/shm_stale.h"
 
 namespace mixccl {
@@ -201,7 +202,7 @@ Result ShmMapping::create(const std::string& name, uint32_t depth, size_t slotBy
   h->totalBytes = total;
   h->receiverPid = static_cast<int32_t>(getpid());
   h->srcRank = srcRank;
-  h->pidSpace = shmPidSpace();
+  h->pidSpace = localPidSpace();
   new (m.tail()) std::atomic<uint64_t>(0);
   for (uint32_t i = 0; i < shmLineCount(depth); ++i) new (&m.lines()[i]) ShmSlotLine{};
   h->magic.store(kShmMagic, std::memory_order_release);

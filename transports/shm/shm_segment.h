@@ -53,7 +53,7 @@ struct ShmHeader {
   int32_t srcRank;                 // sender rank, for messages
   std::atomic<int32_t> senderPid;  // written by the sender when it maps
   std::atomic<uint32_t> mapped;    // 1 once the sender mapped (and unlinked) the segment
-  uint64_t pidSpace;               // the receiver's shmPidSpace() (shm_stale.h)
+  uint64_t pidSpace;               // the receiver's localPidSpace() (common/pid_space.h)
 };
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "shm counters must be lock-free across processes");
 static_assert(sizeof(ShmHeader) <= 128, "header must fit before the head counter");

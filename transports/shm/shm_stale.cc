@@ -15,11 +15,10 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
-#include <fstream>
 #include <random>
 
 #include "common/log.h"
-#include "common/wire.h"
+#include "common/pid_space.h"
 #include "transports/peer_watch.h"
 #include "transports/shm/shm_rank_page.h"
 #include "transports/shm/shm_segment.h"
@@ -66,25 +65,7 @@ bool readOwners(const uint8_t* buf, Owners* out) {
   return false;
 }
 
-uint64_t computePidSpace() {
-  std::string id;
-  std::ifstream boot("/proc/sys/kernel/random/boot_id");
-  std::getline(boot, id);
-  char ns[128] = {};
-  const ssize_t n = readlink("/proc/self/ns/pid", ns, sizeof(ns) - 1);  // "pid:[4026531836]"
-  if (id.empty() || n <= 0) return 0;
-  id += "/";
-  id.append(ns, static_cast<size_t>(n));
-  const uint64_t h = fnv1a64(id.data(), id.size());
-  return h == 0 ? 1 : h;
-}
-
 }  // namespace
-
-uint64_t shmPidSpace() {
-  static const uint64_t space = computePidSpace();
-  return space;
-}
 
 uint64_t shmNonce() {
   uint64_t v = 0;
@@ -96,7 +77,7 @@ uint64_t shmNonce() {
 }
 
 bool reclaimStaleShm(const std::string& name, bool judgeAge) {
-  const uint64_t space = shmPidSpace();
+  const uint64_t space = localPidSpace();
   if (space == 0) return false;
   // O_RDONLY: judging needs no write access, and it creates nothing. O_NONBLOCK: /dev/shm is
   // world-writable, and a FIFO with a name of ours would otherwise block this open (and every

@@ -15,9 +15,9 @@
 //  - its header validates: a rank page or lane header of this build's layout (magic, version),
 //    so a file still being created (size 0, magic not yet stored) or someone else's is left;
 //  - it was last changed at least kShmStaleMinAge ago (a header that is still being written);
-//  - its header names the pid namespace of this process on this boot (shmPidSpace()), so the
-//    pids in it mean here what they meant to their writer (containers sharing /dev/shm have
-//    their own pid spaces);
+//  - its header names the pid namespace of this process on this boot (localPidSpace(),
+//    common/pid_space.h; where that is unknown, nothing is judged stale), so the pids in it mean
+//    here what they meant to their writer (containers sharing /dev/shm have their own pid spaces);
 //  - every owner pid in it is gone: kill(pid, 0) fails with ESRCH or the process is a zombie
 //    (PeerWatch::peerAlive). A reused pid reads as alive and keeps the file: the safe side.
 // The names carry random nonces, so nothing can re-create a removed name between the check and
@@ -51,10 +51,6 @@ inline bool decodeShmBlob(const std::vector<uint8_t>& b, uint64_t* nonce) {
   for (int i = 0; i < 8; ++i) *nonce |= static_cast<uint64_t>(b[1 + i]) << (8 * i);
   return true;
 }
-
-// FNV-1a of the kernel boot id and this process's pid namespace; 0 when /proc cannot tell (then
-// nothing is judged stale). Written into every header this build creates.
-uint64_t shmPidSpace();
 
 // A random non-zero nonce (getrandom).
 uint64_t shmNonce();
