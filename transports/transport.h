@@ -176,7 +176,14 @@ struct TransportContext {
 struct TransportPeer {
   int rank = 0;
   uint64_t hostHash = 0;  // equal for ranks on the same host (same kernel boot and hostname)
+  // The peer's pid for liveness checks (kill(pid, 0)) from this process: 0 when the peer runs in
+  // another pid namespace (otherPidSpace), where its pid names nothing here, or another process
+  // (its pid 1 is our init): a transport must then judge its liveness some other way, or not at all.
   int32_t pid = 0;
+  // The peer's pid namespace is known to differ from this rank's (PROTOCOL.md 6.1, the pid-space
+  // field; common/pid_space.h). Ranks of one host may: containers sharing /dev/shm (--ipc=host).
+  bool otherPidSpace = false;
+  int32_t reportedPid = 0;    // the pid the peer reported, in its own namespace: for messages only
   std::string host;           // host name, for messages
   std::vector<uint8_t> blob;  // this transport's listen() blob of that rank
 };

@@ -13,6 +13,7 @@
 #include "common/config.h"
 #include "common/limits.h"
 #include "common/log.h"
+#include "common/pid_space.h"
 #include "common/version.h"
 #include "src/core/engine.h"
 #include "src/device/select.h"
@@ -179,6 +180,7 @@ Result Communicator::init(const UniqueIdData& id) {
     self.nranks = nranks_;
     self.pid = getpid();
     self.hostHash = localHostHash();
+    self.pidSpace = localPidSpace();
     self.host = localHostName();
     Result local = backendResult != Result::kSuccess ? fail(backendResult, "%s", backendError.c_str())
                                                      : setUpLocal(id, backend, &self);
@@ -225,7 +227,10 @@ Result Communicator::init(const UniqueIdData& id) {
         slot.published[p] = t != nullptr;
         tpeers[p].rank = p;
         tpeers[p].hostHash = peers_[p].hostHash;
-        tpeers[p].pid = peers_[p].pid;
+        // A pid from another pid namespace must never reach kill() (PROTOCOL.md 6.1).
+        tpeers[p].otherPidSpace = !samePidSpace(peers_[p].pidSpace, peers_[rank_].pidSpace);
+        tpeers[p].pid = tpeers[p].otherPidSpace ? 0 : peers_[p].pid;
+        tpeers[p].reportedPid = peers_[p].pid;
         tpeers[p].host = peers_[p].host;
         tpeers[p].blob = t ? t->blob : std::vector<uint8_t>{};  // empty: that rank's build lacks it
       }

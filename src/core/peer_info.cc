@@ -67,6 +67,7 @@ size_t PeerInfo::encodedBytes() const {
   if (initResult != 0) return kFactsEnd + kFieldHeaderBytes + padded(4 + initErrorBytes(initError));
   size_t n = kFactsEnd;
   for (const PeerTransportInfo& t : transports) n += kFieldHeaderBytes + padded(kNameBytes + t.blob.size());
+  if (pidSpace != 0) n += kFieldHeaderBytes + 8;
   return n + kFieldHeaderBytes + padded(kBackendValueBytes);
 }
 
@@ -135,6 +136,12 @@ Result PeerInfo::encode(uint8_t* out, size_t cap) const {
     if (!t.blob.empty()) memcpy(out + at + kFieldHeaderBytes + kNameBytes, t.blob.data(), t.blob.size());
     at += kFieldHeaderBytes + padded(kNameBytes + t.blob.size());
   }
+  if (pidSpace != 0) {
+    put(out + at, kFieldPidSpace, 2);
+    put(out + at + 2, 8, 2);
+    put(out + at + kFieldHeaderBytes, pidSpace, 8);
+    at += kFieldHeaderBytes + 8;
+  }
   put(out + at, kFieldBackend, 2);
   put(out + at + 2, kBackendValueBytes, 2);
   uint8_t* v = out + at + kFieldHeaderBytes;
@@ -191,6 +198,7 @@ Result PeerInfo::decode(const uint8_t* in, size_t len, int slot, PeerInfo* out) 
   out->host.assign(host, strnlen(host, kHostBytes - 1));
 
   bool haveBackend = false;
+  bool havePidSpace = false;
   size_t at = factsEnd;  // facts a later format adds sit before factsEnd; this reader skips them
   while (at < used) {
     if (used - at < kFieldHeaderBytes) {
@@ -245,6 +253,14 @@ Result PeerInfo::decode(const uint8_t* in, size_t len, int slot, PeerInfo* out) 
       out->initResult = static_cast<uint32_t>(get(v, 4));
       const char* message = reinterpret_cast<const char*>(v + 4);
       out->initError.assign(message, strnlen(message, std::min(n - 4, kMaxInitErrorBytes)));
+    } else if (type == kFieldPidSpace) {
+      // A longer value is a later version of this field: its first 8 bytes keep their meaning.
+      if (n < 8 || havePidSpace) {
+        return fail(Result::kRemoteError, "peer info of rank %d: the pid-space field at byte %zu is %s (%zu bytes)",
+                    slot, at, havePidSpace ? "repeated" : "too short", n);
+      }
+      havePidSpace = true;
+      out->pidSpace = get(v, 8);  // 0 reads as unknown, as an absent field does
     }
     // Any other type is a field of a later build: skipped by its length.
     at += kFieldHeaderBytes + padded(n);

@@ -5,7 +5,8 @@
 // What each rank tells every other rank at init (exchanged with Bootstrap::allGather). The wire
 // form (PROTOCOL.md, "Peer info") is little-endian and versioned: a header with a magic, a format
 // version and the length in use, the fixed facts about the rank, then a list of length-prefixed
-// fields, one per transport (keyed by the transport's wire name) and one for the device backend.
+// fields, one per transport (keyed by the transport's wire name), one for the device backend and
+// one for the pid namespace of the rank's pid.
 // A reader skips field types it does not know, so a new transport, backend or fact is a new
 // field, not a new layout, and the record keeps its size (kWireBytes) for every build.
 //
@@ -49,6 +50,10 @@ struct PeerInfo {
   int32_t nranks = 0;
   int32_t pid = 0;
   uint64_t hostHash = 0;
+  // The pid namespace `pid` lives in (localPidSpace(), common/pid_space.h): the pid-space field.
+  // 0 when unknown (the field is absent: a build that did not send it, or no /proc there), read
+  // as "the same as mine". A same-host peer in another space has a pid that means nothing here.
+  uint64_t pidSpace = 0;
   std::string host;                           // at most kHostBytes-1 characters on the wire
   std::vector<PeerTransportInfo> transports;  // in the order the rank published them
   PeerBackendInfo backend;
@@ -72,6 +77,7 @@ struct PeerInfo {
   static constexpr uint16_t kFieldTransport = 1;
   static constexpr uint16_t kFieldBackend = 2;
   static constexpr uint16_t kFieldInitFailure = 3;
+  static constexpr uint16_t kFieldPidSpace = 4;       // u64; absent when unknown
   static constexpr size_t kMaxInitErrorBytes = 1000;  // a longer message is cut
   static constexpr size_t kBackendValueBytes = 4 + kNameBytes + 12 + 4 * kNumDataTypes;
   // The record's fixed capacity: what every rank contributes to the allGather. Room for 10

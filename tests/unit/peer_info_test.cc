@@ -2,8 +2,8 @@
 // SPDX-FileCopyrightText: 2026 The mixccl authors
 
 // The peer-info record (PROTOCOL.md, "Peer info"): round trip, fields a reader does not know are
-// skipped, lengths that leave the record are refused naming the rank, and a new transport or
-// backend field keeps the record at its fixed size.
+// skipped, lengths that leave the record are refused naming the rank, a new transport or
+// backend field keeps the record at its fixed size, and the pid-space field may be absent.
 
 #include "src/core/peer_info.h"
 
@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "common/pid_space.h"
 #include "common/result.h"
 
 namespace mixccl {
@@ -304,6 +305,69 @@ TEST(PeerInfoTest, MalformedRecordsAreRefused) {
     return v;
   }()));
   expectRefused(b, Result::kRemoteError, "twice");
+}
+
+// The types of the fields of a record, in order.
+std::vector<uint16_t> fieldTypes(const Bytes& b) {
+  std::vector<uint16_t> types;
+  const size_t used = getU32(b, kUsedAt);
+  for (size_t at = b[6] | (b[7] << 8); at + 4 <= used;) {
+    types.push_back(static_cast<uint16_t>(b[at] | (b[at + 1] << 8)));
+    at += 4 + ((static_cast<size_t>(b[at + 2] | (b[at + 3] << 8)) + 3) & ~size_t{3});
+  }
+  return types;
+}
+
+// The pid space (a u64 field): a same-host peer whose pid lives in another pid namespace has a pid
+// that means nothing here. A record without the field (an older build of the same protocol, or
+// a rank without /proc) reads as unknown: 0, "the same as mine" (samePidSpace).
+TEST(PeerInfoTest, PidSpaceFieldRoundTrip) {
+  PeerInfo p = sample();
+  const size_t without = p.encodedBytes();
+  p.pidSpace = 0xfeedface12345678ull;
+  EXPECT_EQ(p.encodedBytes(), without + 12);
+  const Bytes b = encoded(p);
+  const std::vector<uint16_t> types = fieldTypes(b);
+  EXPECT_EQ(std::count(types.begin(), types.end(), PeerInfo::kFieldPidSpace), 1);
+  PeerInfo q;
+  ASSERT_EQ(decode(b, &q), Result::kSuccess) << lastError();
+  EXPECT_EQ(q, p);
+  EXPECT_EQ(q.pidSpace, 0xfeedface12345678ull);
+  EXPECT_FALSE(samePidSpace(q.pidSpace, 0xfeedface12345679ull));
+  EXPECT_TRUE(samePidSpace(q.pidSpace, p.pidSpace));
+}
+
+TEST(PeerInfoTest, RecordWithoutPidSpaceReadsAsUnknown) {
+  const PeerInfo p = sample();  // pidSpace 0: nothing to send
+  ASSERT_EQ(p.pidSpace, 0u);
+  const Bytes b = encoded(p);
+  const std::vector<uint16_t> types = fieldTypes(b);
+  EXPECT_EQ(std::count(types.begin(), types.end(), PeerInfo::kFieldPidSpace), 0);
+  PeerInfo q;
+  q.pidSpace = 99;  // decode starts from a blank record
+  ASSERT_EQ(decode(b, &q), Result::kSuccess) << lastError();
+  EXPECT_EQ(q, p);
+  EXPECT_EQ(q.pidSpace, 0u);
+  EXPECT_TRUE(samePidSpace(q.pidSpace, localPidSpace()));  // as today: pids are trusted
+  EXPECT_NE(localPidSpace(), 0u) << "this test host has /proc";
+}
+
+TEST(PeerInfoTest, PidSpaceFieldVersionsAndMalformedOnes) {
+  PeerInfo p = sample();
+  p.pidSpace = 0x0102030405060708ull;
+  // A later version of the field appends bytes; this reader keeps the first 8.
+  Bytes b = encoded(sample());
+  Bytes longer = {8, 7, 6, 5, 4, 3, 2, 1, 0xaa, 0xbb, 0xcc, 0xdd};
+  insertAt(&b, PeerInfo::kFactsEnd, field(PeerInfo::kFieldPidSpace, longer));
+  PeerInfo q;
+  ASSERT_EQ(decode(b, &q), Result::kSuccess) << lastError();
+  EXPECT_EQ(q, p);
+  b = encoded(sample());
+  insertAt(&b, PeerInfo::kFactsEnd, field(PeerInfo::kFieldPidSpace, {1, 2, 3, 4}));
+  expectRefused(b, Result::kRemoteError, "pid-space field");
+  b = encoded(p);
+  insertAt(&b, PeerInfo::kFactsEnd, field(PeerInfo::kFieldPidSpace, Bytes(8, 1)));
+  expectRefused(b, Result::kRemoteError, "repeated");
 }
 
 }  // namespace

@@ -162,7 +162,10 @@ class TcpRecvConnection final : public RecvConnection {
   std::unique_ptr<uint8_t[]> slots_;
   std::vector<uint64_t> sizes_;
   std::vector<uint64_t> stamps_;
-  PeerWatch watch_;  // same-host peers only: notices a sender that dies before it connects
+  // Same-host peers only: notices a sender that dies before it connects. Off for a peer in another
+  // pid namespace (its TransportPeer::pid is 0: its pid means nothing here); a connected socket
+  // shows its death as EOF or a reset anyway.
+  PeerWatch watch_;
 
   Socket sock_;
   uint64_t read_ = 0;       // oldest message not yet released
