@@ -7,6 +7,10 @@
 // busy loop, so the check itself must be nearly free: idle() only counts calls and reads the
 // (vDSO, syscall-free) monotonic clock every kCallsPerClockRead calls; kill(pid, 0) runs once
 // per kCheckInterval of uninterrupted waiting.
+// The pid must be one of this process's pid namespace: a peer in another one (containers sharing
+// /dev/shm) reports a pid that names nothing here, or another process, so the core hands such a
+// peer to the transports with pid 0 (TransportPeer::otherPidSpace), which turns the check off;
+// a transport that can watch it otherwise uses due() alone for the rate (shm: its rank page's lock).
 
 #include <signal.h>
 

@@ -79,6 +79,10 @@ uint64_t shmNonce() {
 bool reclaimStaleShm(const std::string& name, bool judgeAge) {
   const uint64_t space = localPidSpace();
   if (space == 0) return false;
+  // A rank page this process owns is not stale, and closing a descriptor of it would drop the
+  // owner's lock (shm_rank_page.h): held until our descriptor is closed.
+  auto ownPages = lockOwnRankPages();
+  if (ownsRankPage(name)) return false;
   // O_RDONLY: judging needs no write access, and it creates nothing. O_NONBLOCK: /dev/shm is
   // world-writable, and a FIFO with a name of ours would otherwise block this open (and every
   // communicator's init) until some process opened it for writing; it is no file of ours, so the

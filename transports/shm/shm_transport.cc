@@ -13,7 +13,9 @@
 //
 // The data path makes no system calls: acquire/commit/peek/release are loads and stores on the
 // shared counters. A waiting side (ring full, ring empty, segment not there yet) checks every
-// ~100 ms that the peer process still exists (PeerWatch), since shared memory has no EOF.
+// ~100 ms that the peer process still exists, since shared memory has no EOF: with kill() on its
+// pid (PeerWatch) when it shares our pid namespace, else by the lock on its rank page
+// (shm_rank_page.h): a pid from another namespace names nothing here, or another process.
 //
 // What a killed rank leaves behind anyway (a name it created that no peer mapped yet) carries its
 // nonce, so it never collides with a later job, and the next shm transport on this host removes it
@@ -26,10 +28,12 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "common/config.h"
 #include "common/log.h"
+#include "common/pid_space.h"
 #include "transports/peer_watch.h"
 #include "transports/shm/shm_rank_page.h"
 #include "transports/shm/shm_segment.h"
@@ -42,23 +46,42 @@ namespace {
 // What both ends know about the other side of a lane, for messages and liveness checks.
 struct ShmPeerInfo {
   int rank = -1;
-  int32_t pid = 0;
+  int32_t pid = 0;             // for kill(): 0 when unknown, or when the peer runs in another pid namespace
+  int32_t reportedPid = 0;     // its pid in its own namespace, for messages
+  bool otherPidSpace = false;  // its pid namespace differs from ours (TransportPeer::otherPidSpace)
   std::string host;
   const ShmRankPage* page = nullptr;  // its rank page (shm_rank_page.h), owned by the transport
+  // Whether its liveness is read from its page's lock rather than its pid (another pid space).
+  bool watchLock() const { return otherPidSpace && page != nullptr && page->watchesOwner(); }
 };
+
+// "pid N" as the peer's own log lines show it, and where that pid lives.
+std::string describePid(const ShmPeerInfo& p) {
+  std::string s = "pid " + std::to_string(p.pid > 0 || p.reportedPid == 0 ? p.pid : p.reportedPid);
+  if (p.otherPidSpace) s += " in another pid namespace";
+  return s;
+}
 
 Result peerDied(const char* role, const ShmPeerInfo& p, int lane) {
   return fail(Result::kRemoteError,
-              "shm: rank %d (pid %d on host %s) died while this rank waited on it as %s of lane %d; the job cannot "
+              "shm: rank %d (%s on host %s) died while this rank waited on it as %s of lane %d; the job cannot "
               "continue, check that rank's log for the cause",
-              p.rank, p.pid, p.host.c_str(), role, lane);
+              p.rank, describePid(p).c_str(), p.host.c_str(), role, lane);
 }
 
 Result peerClosed(const char* role, const ShmPeerInfo& p, int lane) {
   return fail(Result::kRemoteError,
-              "shm: rank %d (pid %d on host %s) closed lane %d while this rank waited on it as %s: its communicator "
+              "shm: rank %d (%s on host %s) closed lane %d while this rank waited on it as %s: its communicator "
               "was aborted or destroyed, most likely after an error there; check that rank's log",
-              p.rank, p.pid, p.host.c_str(), lane, role);
+              p.rank, describePid(p).c_str(), p.host.c_str(), lane, role);
+}
+
+// One more idle poll of a wait on `p`: false once the peer process is known to be gone. Rate as
+// PeerWatch::idle(); the check is kill() on its pid, or for a peer in another pid namespace the
+// lock on its rank page (one fcntl).
+bool peerAliveWhileIdle(PeerWatch* watch, const ShmPeerInfo& p) {
+  if (p.watchLock()) return !watch->due() || p.page->ownerAlive();
+  return watch->idle();
 }
 
 class ShmSendConnection final : public SendConnection {
@@ -173,11 +196,20 @@ class ShmSendConnection final : public SendConnection {
                   peer_.rank, peer_.host.c_str(), h->version, h->slotCount,
                   static_cast<unsigned long long>(h->slotBytes), kShmVersion, depth_, slotBytes_);
     }
-    // The creator's own view of its pid is the one that kill() can reach (same pid namespace as
-    // ours whenever /dev/shm is shared, which it is if we got here).
-    watch_.setPid(h->receiverPid);
-    peer_.pid = h->receiverPid;
-    h->senderPid.store(static_cast<int32_t>(getpid()), std::memory_order_relaxed);
+    // The creator's own view of its pid is the one that kill() can reach, when the header says it
+    // was written in our pid namespace: containers that share /dev/shm may each have their own,
+    // and a pid from another one names nothing here, or another process. A pid <= 0 (a corrupt
+    // header) would turn the check off: it is no pid. Our own pid is of use to the receiver only
+    // in the same terms (0: none).
+    const bool samePids = !peer_.otherPidSpace && samePidSpace(h->pidSpace, localPidSpace());
+    if (!samePids) {
+      peer_.pid = 0;
+      watch_.setPid(0);
+    } else if (h->receiverPid > 0) {
+      peer_.pid = h->receiverPid;
+      watch_.setPid(h->receiverPid);
+    }
+    h->senderPid.store(samePids ? static_cast<int32_t>(getpid()) : 0, std::memory_order_relaxed);
     h->mapped.store(1, std::memory_order_release);
     shm_unlink(name_.c_str());  // both ends hold mappings now; the name has served its purpose
     head_ = 0;
@@ -191,7 +223,7 @@ class ShmSendConnection final : public SendConnection {
 
   Result waitIdle() {
     if (peer_.page != nullptr && peer_.page->closed()) return peerClosed("receiver", peer_, lane_);
-    if (!watch_.idle()) return peerDied("receiver", peer_, lane_);
+    if (!peerAliveWhileIdle(&watch_, peer_)) return peerDied("receiver", peer_, lane_);
     return Result::kInProgress;
   }
 
@@ -303,8 +335,9 @@ class ShmRecvConnection final : public RecvConnection {
     if (!senderMapped_ && map_.header()->mapped.load(std::memory_order_acquire) != 0) {
       // The sender is attached: from now on its pid in the header is the one to watch.
       senderMapped_ = true;
+      // (A sender in another pid namespace writes 0; one of an older build may not, so ours decides.)
       int32_t pid = map_.header()->senderPid.load(std::memory_order_relaxed);
-      if (pid > 0) {
+      if (pid > 0 && !peer_.otherPidSpace) {
         watch_.setPid(pid);
         peer_.pid = pid;
       }
@@ -315,7 +348,7 @@ class ShmRecvConnection final : public RecvConnection {
       if (arrivedAtTail()) return Result::kInProgress;
       return peerClosed("sender", peer_, lane_);
     }
-    if (!watch_.idle()) {
+    if (!peerAliveWhileIdle(&watch_, peer_)) {
       // Same for death: the sender may have committed its last message and exited between our
       // seq read and the liveness check. Its stores are visible once it is gone, so a re-read
       // now sees everything it ever committed; only an empty ring is a lost message.
@@ -404,16 +437,25 @@ class ShmTransport final : public Transport {
         return fail(Result::kInvalidUsage,
                     "shm: rank %d (pid %d on host %s) publishes a %zu-byte shm blob of version %u; this rank "
                     "speaks version %u (%zu bytes): run the same mixccl build on every rank of a host",
-                    p.rank, p.pid, p.host.c_str(), p.blob.size(), static_cast<unsigned>(p.blob[0]),
-                    static_cast<unsigned>(kShmBlobVersion), kShmBlobBytes);
+                    p.rank, p.reportedPid != 0 ? p.reportedPid : p.pid, p.host.c_str(), p.blob.size(),
+                    static_cast<unsigned>(p.blob[0]), static_cast<unsigned>(kShmBlobVersion), kShmBlobBytes);
       }
       ++shmRanksHere;
     }
     pages_.resize(peers_.size());
+    bool otherPidSpaces = false;
     for (const TransportPeer& p : peers_) {
       if (p.rank == ctx_.rank || nonces_[p.rank] == 0) continue;
       localPeers_.push_back(p.rank);
-      MIXCCL_TRY(ShmRankPage::attach(ctx_.commHash, nonces_[p.rank], p.rank, shmRanksHere - 1, &pages_[p.rank]));
+      otherPidSpaces = otherPidSpaces || p.otherPidSpace;
+      MIXCCL_TRY(ShmRankPage::attach(ctx_.commHash, nonces_[p.rank], p.rank, shmRanksHere - 1, p.otherPidSpace,
+                                     &pages_[p.rank]));
+    }
+    // Peers in another pid namespace watch this rank through its page's lock; without such peers
+    // the lock (and the descriptor it needs) goes. Every peer decides from the same table.
+    ownPage_.keepOwnerLock(otherPidSpaces);
+    if (otherPidSpaces) {
+      MIXCCL_INFO(log::kShm, "shm: same-host peers in another pid namespace: their liveness is watched by lock");
     }
     peersSet_ = true;
     return Result::kSuccess;
@@ -473,7 +515,9 @@ class ShmTransport final : public Transport {
   ShmPeerInfo peerInfo(int peer) const {
     ShmPeerInfo info;
     info.rank = peer;
-    info.pid = peers_[peer].pid;
+    info.pid = peers_[peer].pid;  // 0 for a peer in another pid namespace (TransportPeer)
+    info.reportedPid = peers_[peer].reportedPid;
+    info.otherPidSpace = peers_[peer].otherPidSpace;
     info.host = peers_[peer].host;
     if (static_cast<size_t>(peer) < pages_.size() && (pages_[peer].valid() || pages_[peer].closed())) {
       info.page = &pages_[peer];
