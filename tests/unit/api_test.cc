@@ -281,7 +281,9 @@ TEST_F(ApiTest, FinalizeAndShrinkInsideAGroupFromOneThread) {
   ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
   EXPECT_LT(std::chrono::steady_clock::now() - began, std::chrono::seconds(10)) << "a rank waited for its deadline";
   for (int r = 0; r < kRanks; ++r) {
-    if (r < 2) EXPECT_EQ(ncclCommDestroy(small[r]), ncclSuccess);
+    if (r < 2) {
+      EXPECT_EQ(ncclCommDestroy(small[r]), ncclSuccess);
+    }
     EXPECT_EQ(ncclCommDestroy(comms[r]), ncclSuccess);
   }
 }
@@ -454,7 +456,9 @@ TEST_F(ApiTest, RegistrationsEndWithTheirCommunicator) {
     // ncclCommInitRank allocates the handle early, with little allocated since the destroy.
     ncclComm_t comm = nullptr;
     for (int i = 0; i < 50 && comm != old; ++i) {
-      if (comm != nullptr) ASSERT_EQ(ncclCommDestroy(comm), ncclSuccess);
+      if (comm != nullptr) {
+        ASSERT_EQ(ncclCommDestroy(comm), ncclSuccess);
+      }
       ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
       ASSERT_EQ(ncclCommInitRank(&comm, 1, id, 0), ncclSuccess) << ncclGetLastError(nullptr);
     }
