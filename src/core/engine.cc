@@ -197,6 +197,7 @@ template <class Done>
 Result Engine::waitUntil(std::unique_lock<std::mutex>& lk, const char* fn, Done done) {
   const auto backstop = timeoutSetting() + std::chrono::seconds(5);
   uint64_t seen = doneTicket_;
+  uint64_t seenSteps = progress_.load(std::memory_order_relaxed);
   auto lastProgress = EngineClock::now();
   while (!done()) {
     if (comm_->aborted() || comm_->revoked()) {
@@ -204,8 +205,10 @@ Result Engine::waitUntil(std::unique_lock<std::mutex>& lk, const char* fn, Done 
                   comm_->aborted() ? "aborted" : "revoked");
     }
     cv_.wait_for(lk, std::chrono::milliseconds(1));
-    if (doneTicket_ != seen) {
+    const uint64_t steps = progress_.load(std::memory_order_relaxed);
+    if (doneTicket_ != seen || steps != seenSteps) {
       seen = doneTicket_;
+      seenSteps = steps;
       lastProgress = EngineClock::now();
     } else if (EngineClock::now() - lastProgress > backstop) {
       return fail(Result::kRemoteError,
@@ -378,7 +381,7 @@ Result Engine::runBatch(Batch& b) {
   }
   thread_local std::vector<Stream> streams;
   partitionOps(ops, &streams);
-  Result r = runStreams(streams);
+  Result r = runStreams(streams, &progress_);
   if (r != Result::kSuccess) quiesce();
   return r;
 }

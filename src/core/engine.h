@@ -27,6 +27,7 @@
 // while calling the backend or a transport. The progress thread is the only user of the
 // connections while a batch runs (synchronous calls wait until the queue is idle).
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -127,6 +128,9 @@ class Engine {
   bool stopping_ = false;
   uint64_t nextTicket_ = 1;
   uint64_t doneTicket_ = 0;  // every batch up to this one finished
+  // Counts up whenever the running batch advanced (runStreams): waiters tell a long batch that
+  // still moves from a progress thread stuck in the backend by it, not by finished batches only.
+  std::atomic<uint64_t> progress_{0};
   Result failed_ = Result::kSuccess;
   std::string failedMessage_;
   std::thread thread_;

@@ -27,6 +27,7 @@
 // Threading: called by the thread that issued the call / ncclGroupEnd, or by the communicator's
 // progress thread for queued work; not re-entrant per comm.
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -171,8 +172,9 @@ class Stream {
 void partitionOps(const std::vector<Op*>& ops, std::vector<Stream>* streams);
 
 // Runs all streams to completion (or the first error, after which the remaining streams are
-// abandoned; their communicators record the error as their async error).
-Result runStreams(std::vector<Stream>& streams);
+// abandoned; their communicators record the error as their async error). `progress`, when set,
+// counts up whenever a stream advanced: others may watch it to tell a slow run from a stuck one.
+Result runStreams(std::vector<Stream>& streams, std::atomic<uint64_t>* progress = nullptr);
 
 // How many times an idle wait polls before it yields the CPU (MIXCCL_SPIN_COUNT; its automatic
 // default follows whether the host's `localRanks` ranks each have a core).

@@ -173,7 +173,7 @@ void partitionOps(const std::vector<Op*>& ops, std::vector<Stream>* streams) {
   streams->resize(used);
 }
 
-Result runStreams(std::vector<Stream>& streams) {
+Result runStreams(std::vector<Stream>& streams, std::atomic<uint64_t>* progress) {
   const auto timeout = std::chrono::seconds(config::getInt(config::Knob::kTimeout));
   // Read during stalls only (below): a small call that waits a few polls reads no clock at all.
   Clock::time_point lastProgress{};
@@ -203,6 +203,7 @@ Result runStreams(std::vector<Stream>& streams) {
     if (advanced) {
       backoff.reset();
       progressed = true;
+      if (progress != nullptr) progress->fetch_add(1, std::memory_order_relaxed);
       if (published) clearWaits(streams);
       published = false;
       continue;

@@ -737,6 +737,42 @@ class FlakyGateBackend : public AsyncBackend {
   }
 };
 
+// A queued collective that keeps moving (every device task well inside MIXCCL_TIMEOUT) but takes
+// longer than MIXCCL_TIMEOUT + 5 s in all: a call waiting behind it (waitIdle) must not take it for
+// a progress thread stuck in the backend (it failed at 6 s, and the batch then finished).
+TEST(EngineTest, ASlowBatchThatStillMovesDoesNotFailItsWaiters) {
+  EnvGuard timeout("MIXCCL_TIMEOUT", "1");
+  EnvGuard chunk("MIXCCL_CHUNK_SIZE", "4096");
+  AsyncBackend b0, b1;
+  b0.setTaskDelay(std::chrono::milliseconds(40));
+  b1.setTaskDelay(std::chrono::milliseconds(40));
+  BackendRanks ranks({&b0, &b1});
+  ASSERT_TRUE(ranks.ok());
+  ncclResult_t queued[2], sync[2];
+  float first[2] = {0, 0};
+  std::string msg[2];
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      AsyncBackend& be = r == 0 ? b0 : b1;
+      FakeStream* s = be.makeStream();
+      std::vector<float> a(1 << 19, 1.0f), h(16, 1.0f);
+      queued[r] = ncclAllReduce(a.data(), a.data(), a.size(), ncclFloat32, ncclSum, ranks.comm(r),
+                                reinterpret_cast<cudaStream_t>(s));
+      sync[r] = ncclAllReduce(h.data(), h.data(), h.size(), ncclFloat32, ncclSum, ranks.comm(r), nullptr);
+      if (sync[r] != ncclSuccess) msg[r] = ncclGetLastError(nullptr);
+      s->sync(std::chrono::seconds(60));
+      first[r] = a[0];
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(queued[r], ncclSuccess);
+    EXPECT_EQ(sync[r], ncclSuccess) << "rank " << r << ": " << msg[r];
+    EXPECT_EQ(first[r], 2.0f);
+  }
+}
+
 // A queued call that fails inside Engine::enqueue has taken its sequence number already: the rank
 // is out of step with its peers, so the communicator keeps the error (it was left usable, and the
 // next call went out one collective behind the peers').
