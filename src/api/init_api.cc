@@ -42,7 +42,8 @@ Result checkRanks(const char* fn, int nranks, int rank) {
 }
 
 // An error of a call inside a group is also ncclGroupEnd's (as NCCL's ncclGroupErrCheck makes it).
-Result noted(Result r) { return r == Result::kSuccess ? r : mixccl::group::noteError(r); }
+// ncclInProgress (a non-blocking call under way) is no error, as NCCL's check skips it too.
+Result noted(Result r) { return r == Result::kSuccess || r == Result::kInProgress ? r : mixccl::group::noteError(r); }
 
 // The parent of ncclCommSplit and ncclCommShrink: initialised and not aborted. A revoked one is
 // fine (nccl.h: a revoked communicator can then be destroyed, split or shrunk): its bootstrap
@@ -54,6 +55,14 @@ Result lookupParent(const char* fn, ncclComm_t handle, Communicator** out) {
   if (c->state() != mixccl::CommState::kReady || c->aborted()) {
     return fail(Result::kInvalidUsage, "%s: the parent communicator (rank %d) is not initialised, finalized or aborted",
                 fn, c->rank());
+  }
+  // An earlier error leaves the ranks out of step (NCCL's ncclCommEnsureReady refuses it too); a
+  // revoke's failed work does not count: revoking is how a communicator is made ready to split.
+  const Result async = c->asyncError();
+  if (!c->revoked() && async != Result::kSuccess) {
+    return fail(async == Result::kInProgress ? Result::kInvalidArgument : async,
+                "%s: the parent communicator (rank %d) has %s (%s); abort it and create a new one", fn, c->rank(),
+                async == Result::kInProgress ? "work in progress" : "an earlier error", mixccl::resultString(async));
   }
   return Result::kSuccess;
 }
@@ -304,15 +313,25 @@ MIXCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
         return Result::kSuccess;
       }
       if (c->options().blocking) return run();
-      if (mixccl::Engine* e = c->existingEngine()) MIXCCL_TRY(e->waitIdle("ncclCommFinalize"));
       // Non-blocking, as NCCL: ncclInProgress now, ncclCommGetAsyncError says when every rank got
-      // here; destroy joins the thread.
-      c->setAsyncError(Result::kInProgress);
-      c->initThread() = std::thread([c] {
-        pthread_setname_np(pthread_self(), "mixccl-final");
-        mixccl::log::RankScope scope(c->rank());
-        c->setAsyncError(mixccl::finalizeCommunicator(*c));
-      });
+      // here; destroy joins the thread. In a group the thread starts at its end, after the group's
+      // operations (which its drain check would otherwise find in flight).
+      auto start = [c]() -> Result {
+        c->setAsyncError(Result::kInProgress);
+        c->initThread() = std::thread([c] {
+          pthread_setname_np(pthread_self(), "mixccl-final");
+          mixccl::log::RankScope scope(c->rank());
+          Result r = Result::kSuccess;
+          if (mixccl::Engine* e = c->existingEngine()) r = e->waitIdle("ncclCommFinalize");
+          c->setAsyncError(r == Result::kSuccess ? mixccl::finalizeCommunicator(*c) : r);
+        });
+        return Result::kSuccess;
+      };
+      if (mixccl::group::active()) {
+        mixccl::group::addTask(c, start, /*afterOps=*/true);
+      } else {
+        MIXCCL_TRY(start());
+      }
       return Result::kInProgress;
     }());
   });
@@ -323,13 +342,25 @@ MIXCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
     if (comm == nullptr) return Result::kSuccess;  // NCCL accepts destroying a NULL communicator
     Communicator* c = nullptr;
     MIXCCL_TRY(mixccl::api::takeComm("ncclCommDestroy", comm, &c));
-    c->close();
-    mixccl::group::forget(c);
-    if (!c->waitForCalls()) return Result::kSuccess;  // leaked, with a WARN: a call still uses it
-    // The queue runs out here, not when the last reference goes: a group of another thread that
-    // queued work on it may hold one until its ncclGroupEnd (which then fails).
-    c->stopEngine();
-    mixccl::api::freeComm(comm);
+    // `atGroupEnd`: the group that deferred it has run out, so there is nothing of it to forget
+    // (and at a thread's exit no group state to look at).
+    auto destroy = [comm, c](bool atGroupEnd) {
+      c->close();
+      if (!atGroupEnd) mixccl::group::forget(c);
+      if (!c->waitForCalls()) return;  // leaked, with a WARN: a call still uses it
+      // The queue runs out here, not when the last reference goes: a group of another thread that
+      // queued work on it may hold one until its ncclGroupEnd (which then fails).
+      c->stopEngine();
+      mixccl::api::freeComm(comm);
+    };
+    // In a group, as NCCL: at its end, after the group's splits, collectives, shrinks and
+    // finalizes, which may need this communicator (and, for one thread driving several ranks,
+    // other ranks' calls that come after this one). The handle is gone for new calls already.
+    if (mixccl::group::active()) {
+      mixccl::group::deferDestroy([destroy] { destroy(true); });
+    } else {
+      destroy(false);
+    }
     return Result::kSuccess;
   });
 }

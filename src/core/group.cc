@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <tuple>
 
@@ -29,12 +30,19 @@ struct Task {
   std::function<Result()> body;
   std::thread thread;
   std::unique_ptr<Result> result;
-  // The thread keeps what it needs itself: the Task moves when its list grows.
+  // The thread keeps what it needs itself: the Task moves when its list grows. The caller has
+  // pinned `comm` for the thread; when no thread can be made, the pin goes and the task fails.
   void start() {
-    thread = std::thread([body = std::move(body), slot = result.get(), c = comm] {
-      *slot = body();
-      c->leaveCall();
-    });
+    try {
+      thread = std::thread([body = std::move(body), slot = result.get(), c = comm] {
+        *slot = body();
+        c->leaveCall();
+      });
+    } catch (const std::system_error& e) {
+      comm->leaveCall();
+      *result =
+          fail(Result::kSystemError, "rank %d: cannot start a thread for a grouped call: %s", comm->rank(), e.what());
+    }
   }
 };
 
@@ -55,8 +63,25 @@ struct GroupState {
   // the reference the memory stays, destroy/abort return at once (the last reference frees), and
   // end() pins each communicator and checks closed() before it touches anything else.
   std::vector<Communicator*> held;
+  // ncclCommDestroy calls made in the group: they run at its end, after everything else (as
+  // NCCL defers them), so a split or the collectives of the communicator issued before still run.
+  std::vector<std::function<void()>> destroys;
   Result firstError = Result::kSuccess;  // an error of a call inside the group, reported at end()
   std::string firstMessage;              // and its message
+
+  GroupState() = default;
+  GroupState(GroupState&&) = default;
+  GroupState& operator=(GroupState&&) = default;
+  // A thread that exits with its group open (an exception, a cancelled worker): what the group
+  // started ends, what it was asked to destroy is, and its references go, or the communicators
+  // would never be freed. end() moves everything out before it resets the state.
+  ~GroupState() {
+    for (Task& t : tasks) {
+      if (t.thread.joinable()) t.thread.join();
+    }
+    for (auto& destroy : destroys) destroy();
+    for (Communicator* c : held) Communicator::release(c);
+  }
 };
 
 // Holds a reference to `comm` for the group (GroupState::held), once per communicator.
@@ -357,6 +382,13 @@ Result finish(const char* fn, bool run) {
       for (Communicator* c : held) Communicator::release(c);
     }
   } release{std::move(group.held)};
+  // Destroys called in the group, after everything below, whichever way it ends.
+  struct Destroys {
+    std::vector<std::function<void()>> list;
+    ~Destroys() {
+      for (auto& destroy : list) destroy();
+    }
+  } destroys{std::move(group.destroys)};
   std::vector<Communicator*> inits = std::move(group.inits);
   std::vector<Task> tasks = std::move(group.tasks);
   std::vector<Task> deferred = std::move(group.deferred);
@@ -495,6 +527,12 @@ void addTask(Communicator* comm, std::function<Result()> task, bool afterOps) {
   if (afterOps) return;
   comm->enterCall();
   t.start();
+}
+
+void deferDestroy(std::function<void()> destroy) {
+  GroupState& group = state();
+  group.destroys.reserve(group.destroys.size() + 1);  // may throw: before the caller lets go
+  group.destroys.push_back(std::move(destroy));
 }
 
 void forget(Communicator* comm) {

@@ -56,6 +56,10 @@ void addPendingInit(Communicator* comm);
 // starts the task, or fails it if `comm` was destroyed or aborted meanwhile.
 void addTask(Communicator* comm, std::function<Result()> task, bool afterOps);
 
+// Runs `destroy` (what ncclCommDestroy does once the handle is taken) when the outermost group
+// ends, after its tasks and operations, or when the thread exits with the group open.
+void deferDestroy(std::function<void()> destroy);
+
 // Removes every queued operation, pending init and task not started of `comm` (it is being
 // aborted or destroyed) from this thread's group, drops the group's reference to it, and waits
 // for its running tasks (an abort fails them at once).

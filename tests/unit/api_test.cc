@@ -4,6 +4,7 @@
 // split, shrink, revoke, finalize/destroy/abort, queries, memory and registration calls, and
 // the messages of ncclGetLastError.
 
+#include <dirent.h>
 #include <gtest/gtest.h>
 #include <nccl.h>
 
@@ -327,6 +328,108 @@ TEST_F(ApiTest, RevokedCommunicatorSplitsAndGroupedSplitErrorsReachGroupEnd) {
     EXPECT_EQ(ncclGroupEnd(), ncclInvalidArgument);
     EXPECT_EQ(ncclCommDestroy(sub), ncclSuccess);
   });
+}
+
+// Non-blocking communicators torn down as NCCL users do: the collectives and the finalizes in one
+// group. A finalize answers ncclInProgress, which is no error of the group (the collectives were
+// dropped as if it were), and its thread starts after the group's collectives.
+TEST_F(ApiTest, NonBlockingFinalizeInAGroupAfterItsCollectives) {
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+  cfg.blocking = 0;
+  ncclComm_t c[2] = {};
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < 2; ++r) {
+    ncclResult_t e = ncclCommInitRankConfig(&c[r], 2, id, r, &cfg);
+    ASSERT_TRUE(e == ncclSuccess || e == ncclInProgress) << e;
+  }
+  ncclResult_t e = ncclGroupEnd();
+  ASSERT_TRUE(e == ncclSuccess || e == ncclInProgress) << e;
+  for (ncclComm_t comm : c) ASSERT_EQ(waitAsync(comm), ncclSuccess);
+  std::vector<float> a(4, 1.0f), b(4, 2.0f);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  ASSERT_EQ(ncclAllReduce(a.data(), a.data(), 4, ncclFloat32, ncclSum, c[0], nullptr), ncclSuccess);
+  ASSERT_EQ(ncclAllReduce(b.data(), b.data(), 4, ncclFloat32, ncclSum, c[1], nullptr), ncclSuccess);
+  for (ncclComm_t comm : c) ASSERT_EQ(ncclCommFinalize(comm), ncclInProgress);
+  e = ncclGroupEnd();
+  ASSERT_TRUE(e == ncclSuccess || e == ncclInProgress) << e << ": " << ncclGetLastError(nullptr);
+  for (ncclComm_t comm : c) EXPECT_EQ(waitAsync(comm), ncclSuccess);
+  EXPECT_EQ(a[0], 3.0f);
+  EXPECT_EQ(b[0], 3.0f);
+  for (ncclComm_t comm : c) EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+}
+
+// ncclCommDestroy in a group runs at its end, as NCCL's: one thread splitting two ranks may
+// destroy rank 0's parent before it splits rank 1 (destroy waited for rank 0's split, which
+// waited for rank 1's, until MIXCCL_TIMEOUT).
+TEST_F(ApiTest, DestroyInAGroupRunsAtItsEnd) {
+  constexpr int kRanks = 2;
+  ncclComm_t comms[kRanks], subs[kRanks] = {};
+  ASSERT_EQ(ncclCommInitAll(comms, kRanks, nullptr), ncclSuccess) << ncclGetLastError(nullptr);
+  const auto began = std::chrono::steady_clock::now();
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < kRanks; ++r) {
+    ASSERT_EQ(ncclCommSplit(comms[r], 0, r, &subs[r], nullptr), ncclSuccess);
+    ASSERT_EQ(ncclCommDestroy(comms[r]), ncclSuccess);
+    int n = 0;
+    EXPECT_EQ(ncclCommCount(comms[r], &n), ncclInvalidArgument) << "the destroyed handle is gone at once";
+  }
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+  EXPECT_LT(std::chrono::steady_clock::now() - began, std::chrono::seconds(10)) << "a split waited for its deadline";
+  std::vector<std::vector<int>> v(kRanks, std::vector<int>(10));
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < kRanks; ++r) {
+    ASSERT_NE(subs[r], nullptr);
+    std::fill(v[r].begin(), v[r].end(), r + 1);
+    ASSERT_EQ(ncclAllReduce(v[r].data(), v[r].data(), 10, ncclInt32, ncclSum, subs[r], nullptr), ncclSuccess);
+  }
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+  for (int r = 0; r < kRanks; ++r) {
+    EXPECT_EQ(v[r][0], 3);
+    EXPECT_EQ(ncclCommDestroy(subs[r]), ncclSuccess);
+  }
+}
+
+// A thread that exits with its group open (an exception, a cancelled worker) must not keep the
+// communicators its group named alive: destroyed afterwards, they free their descriptors.
+TEST_F(ApiTest, AThreadLeavingItsGroupOpenLeaksNothing) {
+  auto fds = [] {
+    int n = 0;
+    if (DIR* d = opendir("/proc/self/fd")) {
+      while (readdir(d) != nullptr) ++n;
+      closedir(d);
+    }
+    return n;
+  };
+  const int base = fds();
+  for (int round = 0; round < 3; ++round) {
+    ncclComm_t comms[2];
+    ASSERT_EQ(ncclCommInitAll(comms, 2, nullptr), ncclSuccess) << ncclGetLastError(nullptr);
+    std::thread([&] {
+      float x = 1;
+      ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+      ASSERT_EQ(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comms[0], nullptr), ncclSuccess);
+    }).join();  // exits inside its group
+    for (ncclComm_t comm : comms) EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+  }
+  EXPECT_EQ(fds(), base) << "descriptors of destroyed communicators are still open";
+}
+
+// A parent with an earlier error cannot be split (as NCCL's ncclCommEnsureReady refuses it): its
+// ranks may be out of step.
+TEST_F(ApiTest, AParentWithAnEarlierErrorIsNotSplit) {
+  setenv("MIXCCL_TIMEOUT", "1", 1);
+  config::resetForTesting();
+  ncclComm_t comms[2];
+  ASSERT_EQ(ncclCommInitAll(comms, 2, nullptr), ncclSuccess) << ncclGetLastError(nullptr);
+  float x = 1;
+  EXPECT_EQ(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comms[0], nullptr), ncclRemoteError);  // rank 1 never calls
+  ncclComm_t sub = nullptr;
+  EXPECT_EQ(ncclCommSplit(comms[0], 0, 0, &sub, nullptr), ncclRemoteError);
+  EXPECT_NE(std::string(ncclGetLastError(comms[0])).find("earlier error"), std::string::npos)
+      << ncclGetLastError(comms[0]);
+  for (ncclComm_t comm : comms) EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
 }
 
 TEST_F(ApiTest, ShrinkExcludesRanks) {
