@@ -3,6 +3,7 @@
 #include "transports/shm/shm_rank_page.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -29,6 +30,15 @@ std::map<std::string, int>& ownPages() {
   static auto* pages = new std::map<std::string, int>();  // never destroyed: pages outlive exit handlers
   return *pages;
 }
+
+// A thread of the parent may have held the lock at fork(), and the pages and their locks are the
+// parent's (POSIX locks are not inherited): the child starts with a fresh lock and owns none, so a
+// communicator it creates does not hang in the stale sweep.
+void afterForkInChild() {
+  new (&gOwnMutex) std::mutex();
+  ownPages().clear();
+}
+[[maybe_unused]] const int gAtFork = pthread_atfork(nullptr, nullptr, afterForkInChild);
 
 struct flock pageLock(short type) {
   struct flock fl {};
