@@ -58,6 +58,23 @@ void expectAllReduceWorks(ncclComm_t comm) {
   for (int x : v) ASSERT_EQ(x, n * (n + 1) / 2);
 }
 
+// Sums {1, 2} over the two children of a split driven from this thread (in a group, as one
+// thread must), checks it, and destroys them.
+void expectTwoChildrenWorkThenDestroy(ncclComm_t* subs) {
+  std::vector<std::vector<int>> v(2, std::vector<int>(10));
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_NE(subs[r], nullptr);
+    std::fill(v[r].begin(), v[r].end(), r + 1);
+    ASSERT_EQ(ncclAllReduce(v[r].data(), v[r].data(), 10, ncclInt32, ncclSum, subs[r], nullptr), ncclSuccess);
+  }
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(v[r][0], 3);
+    EXPECT_EQ(ncclCommDestroy(subs[r]), ncclSuccess);
+  }
+}
+
 TEST_F(ApiTest, VersionAndErrorStrings) {
   int version = 0;
   ASSERT_EQ(ncclGetVersion(&version), ncclSuccess);
@@ -299,18 +316,7 @@ TEST_F(ApiTest, ParentDestroyedInsideTheGroupOfItsSplit) {
   for (int r = 0; r < kRanks; ++r) ASSERT_EQ(ncclCommSplit(comms[r], 0, r, &subs[r], nullptr), ncclSuccess);
   for (int r = 0; r < kRanks; ++r) EXPECT_EQ(ncclCommDestroy(comms[r]), ncclSuccess);
   ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
-  std::vector<std::vector<int>> v(kRanks, std::vector<int>(10));
-  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
-  for (int r = 0; r < kRanks; ++r) {
-    ASSERT_NE(subs[r], nullptr);
-    std::fill(v[r].begin(), v[r].end(), r + 1);
-    ASSERT_EQ(ncclAllReduce(v[r].data(), v[r].data(), 10, ncclInt32, ncclSum, subs[r], nullptr), ncclSuccess);
-  }
-  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
-  for (int r = 0; r < kRanks; ++r) {
-    EXPECT_EQ(v[r][0], 3);
-    EXPECT_EQ(ncclCommDestroy(subs[r]), ncclSuccess);
-  }
+  expectTwoChildrenWorkThenDestroy(subs);
 }
 
 // As nccl.h says, a revoked communicator can still be split (NCCL's revoke only stops its work);
@@ -377,18 +383,7 @@ TEST_F(ApiTest, DestroyInAGroupRunsAtItsEnd) {
   }
   ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
   EXPECT_LT(std::chrono::steady_clock::now() - began, std::chrono::seconds(10)) << "a split waited for its deadline";
-  std::vector<std::vector<int>> v(kRanks, std::vector<int>(10));
-  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
-  for (int r = 0; r < kRanks; ++r) {
-    ASSERT_NE(subs[r], nullptr);
-    std::fill(v[r].begin(), v[r].end(), r + 1);
-    ASSERT_EQ(ncclAllReduce(v[r].data(), v[r].data(), 10, ncclInt32, ncclSum, subs[r], nullptr), ncclSuccess);
-  }
-  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
-  for (int r = 0; r < kRanks; ++r) {
-    EXPECT_EQ(v[r][0], 3);
-    EXPECT_EQ(ncclCommDestroy(subs[r]), ncclSuccess);
-  }
+  expectTwoChildrenWorkThenDestroy(subs);
 }
 
 // A thread that exits with its group open (an exception, a cancelled worker) must not keep the
