@@ -269,6 +269,7 @@ Result PeerInfo::decode(const uint8_t* in, size_t len, int slot, PeerInfo* out) 
     // Nothing else of a rank that gave up is usable (encode() writes only the facts and why).
     out->transports.clear();
     out->backend = PeerBackendInfo{};
+    out->pidSpace = 0;
     return Result::kSuccess;
   }
   if (!haveBackend) {

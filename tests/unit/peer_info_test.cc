@@ -119,6 +119,14 @@ TEST(PeerInfoTest, InitFailureRecordRoundTrip) {
   EXPECT_TRUE(q.transports.empty());
   EXPECT_EQ(q.backend, PeerBackendInfo{});
   EXPECT_EQ(q.initError, std::string(PeerInfo::kMaxInitErrorBytes, 'm'));
+
+  // Nor is a pid-space field read back from such a record (the fuzzer's find: a record with both
+  // read back with the pid space, which encode() leaves out, so it did not re-encode the same).
+  Bytes both = encoded(p);
+  insertAt(&both, getU32(both, kUsedAt), field(PeerInfo::kFieldPidSpace, {1, 2, 3, 4, 5, 6, 7, 8}));
+  ASSERT_EQ(decode(both, &q), Result::kSuccess) << lastError();
+  EXPECT_EQ(q.pidSpace, 0u);
+  EXPECT_EQ(q, p);
 }
 
 TEST(PeerInfoTest, MalformedInitFailureFieldIsRefused) {
