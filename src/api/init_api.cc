@@ -41,9 +41,31 @@ Result checkRanks(const char* fn, int nranks, int rank) {
   return Result::kSuccess;
 }
 
-// An error of a call inside a group is also ncclGroupEnd's (as NCCL's ncclGroupErrCheck makes it).
-// ncclInProgress (a non-blocking call under way) is no error, as NCCL's check skips it too.
-Result noted(Result r) { return r == Result::kSuccess || r == Result::kInProgress ? r : mixccl::group::noteError(r); }
+// apiGuard for the calls that may sit in a group (split, shrink, finalize): an error of one is
+// also ncclGroupEnd's (as NCCL's ncclGroupErrCheck makes it); ncclInProgress (a non-blocking call
+// under way) is no error, as NCCL's check skips it too.
+template <class Body>
+ncclResult_t groupedApiGuard(const char* name, Body&& body) noexcept {
+  return apiGuard(name, [&]() -> Result {
+    const Result r = body();
+    return r == Result::kSuccess || r == Result::kInProgress ? r : mixccl::group::noteError(r);
+  });
+}
+
+// What ncclCommDestroy and ncclCommAbort do once they took the handle: wait for the calls still
+// inside `c`, end its queue (queued and running work fails at once after an abort, and every
+// stream gate is released; after the pinned calls, which may still be creating the engine) and
+// free it. `forgetGroup`: drop what this thread's open group holds of it (not when the group that
+// deferred a destroy has ended, or at a thread's exit, where there is no group state to look at).
+void endComm(ncclComm_t handle, Communicator* c, bool forgetGroup) {
+  c->close();
+  if (forgetGroup) mixccl::group::forget(c);
+  if (!c->waitForCalls()) return;  // leaked, with a WARN: a call still uses it
+  // The queue runs out here, not when the last reference goes: a group of another thread that
+  // queued work on it may hold one until its ncclGroupEnd (which then fails).
+  c->stopEngine();
+  mixccl::api::freeComm(handle);
+}
 
 // The parent of ncclCommSplit and ncclCommShrink: initialised and not aborted. A revoked one is
 // fine (nccl.h: a revoked communicator can then be destroyed, split or shrunk): its bootstrap
@@ -194,146 +216,137 @@ MIXCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int
 
 MIXCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
            ncclConfig_t* config) {
-  return apiGuard("ncclCommSplit", [&]() -> Result {
-    return noted([&]() -> Result {
-      const char* fn = "ncclCommSplit";
-      MIXCCL_TRY(checkOut(fn, newcomm, "newcomm"));
-      *newcomm = nullptr;
-      Communicator* parent = nullptr;
-      MIXCCL_TRY(lookupParent(fn, comm, &parent));
-      if (color < 0 && color != NCCL_SPLIT_NOCOLOR) {
-        return fail(Result::kInvalidArgument, "%s: color %d is negative (use NCCL_SPLIT_NOCOLOR to opt out)", fn,
-                    color);
-      }
-      CommOptions options = parent->options();
-      if (config != nullptr) MIXCCL_TRY(mixccl::api::parseConfig(fn, config, &options));
-      auto run = [parent, color, key, options, newcomm]() -> Result {
-        std::unique_ptr<Communicator> child;
-        MIXCCL_TRY(mixccl::splitCommunicator(parent, color, key, options, &child));
-        if (child) *newcomm = mixccl::api::registerComm(std::move(child));
-        return Result::kSuccess;
-      };
-      // In a group one thread may split several ranks: each split waits for the others, so they
-      // run in threads and ncclGroupEnd completes them (*newcomm is written by then).
-      if (mixccl::group::active()) {
-        mixccl::group::addTask(parent, run, /*afterOps=*/false);
-        return Result::kSuccess;
-      }
-      return run();
-    }());
+  return groupedApiGuard("ncclCommSplit", [&]() -> Result {
+    const char* fn = "ncclCommSplit";
+    MIXCCL_TRY(checkOut(fn, newcomm, "newcomm"));
+    *newcomm = nullptr;
+    Communicator* parent = nullptr;
+    MIXCCL_TRY(lookupParent(fn, comm, &parent));
+    if (color < 0 && color != NCCL_SPLIT_NOCOLOR) {
+      return fail(Result::kInvalidArgument, "%s: color %d is negative (use NCCL_SPLIT_NOCOLOR to opt out)", fn, color);
+    }
+    CommOptions options = parent->options();
+    if (config != nullptr) MIXCCL_TRY(mixccl::api::parseConfig(fn, config, &options));
+    auto run = [parent, color, key, options, newcomm]() -> Result {
+      std::unique_ptr<Communicator> child;
+      MIXCCL_TRY(mixccl::splitCommunicator(parent, color, key, options, &child));
+      if (child) *newcomm = mixccl::api::registerComm(std::move(child));
+      return Result::kSuccess;
+    };
+    // In a group one thread may split several ranks: each split waits for the others, so they
+    // run in threads and ncclGroupEnd completes them (*newcomm is written by then).
+    if (mixccl::group::active()) {
+      mixccl::group::addTask(parent, run, /*afterOps=*/false);
+      return Result::kSuccess;
+    }
+    return run();
   });
 }
 
 MIXCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
            ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
-  return apiGuard("ncclCommShrink", [&]() -> Result {
-    return noted([&]() -> Result {
-      const char* fn = "ncclCommShrink";
-      MIXCCL_TRY(checkOut(fn, newcomm, "newcomm"));
-      *newcomm = nullptr;
-      Communicator* parent = nullptr;
-      MIXCCL_TRY(lookupParent(fn, comm, &parent));
-      if (shrinkFlags != NCCL_SHRINK_DEFAULT && shrinkFlags != NCCL_SHRINK_ABORT) {
-        return fail(Result::kInvalidArgument, "%s: unknown shrinkFlags 0x%x", fn, shrinkFlags);
+  return groupedApiGuard("ncclCommShrink", [&]() -> Result {
+    const char* fn = "ncclCommShrink";
+    MIXCCL_TRY(checkOut(fn, newcomm, "newcomm"));
+    *newcomm = nullptr;
+    Communicator* parent = nullptr;
+    MIXCCL_TRY(lookupParent(fn, comm, &parent));
+    if (shrinkFlags != NCCL_SHRINK_DEFAULT && shrinkFlags != NCCL_SHRINK_ABORT) {
+      return fail(Result::kInvalidArgument, "%s: unknown shrinkFlags 0x%x", fn, shrinkFlags);
+    }
+    if (excludeRanksList == nullptr) return fail(Result::kInvalidArgument, "%s: excludeRanksList is NULL", fn);
+    // As in NCCL, at least one rank is excluded; excluding all would leave no communicator.
+    if (excludeRanksCount <= 0 || excludeRanksCount >= parent->nranks()) {
+      return fail(Result::kInvalidArgument,
+                  "%s: excludeRanksCount %d is invalid for %d ranks: exclude at least one rank "
+                  "and not all of them",
+                  fn, excludeRanksCount, parent->nranks());
+    }
+    for (int i = 0; i < excludeRanksCount; ++i) {
+      if (excludeRanksList[i] < 0 || excludeRanksList[i] >= parent->nranks()) {
+        return fail(Result::kInvalidArgument, "%s: excluded rank %d is out of range [0, %d)", fn, excludeRanksList[i],
+                    parent->nranks());
       }
-      if (excludeRanksList == nullptr) return fail(Result::kInvalidArgument, "%s: excludeRanksList is NULL", fn);
-      // As in NCCL, at least one rank is excluded; excluding all would leave no communicator.
-      if (excludeRanksCount <= 0 || excludeRanksCount >= parent->nranks()) {
+      if (excludeRanksList[i] == parent->rank()) {
         return fail(Result::kInvalidArgument,
-                    "%s: excludeRanksCount %d is invalid for %d ranks: exclude at least one rank "
-                    "and not all of them",
-                    fn, excludeRanksCount, parent->nranks());
+                    "%s: rank %d is in its own exclude list; excluded ranks must not call ncclCommShrink", fn,
+                    parent->rank());
       }
-      for (int i = 0; i < excludeRanksCount; ++i) {
-        if (excludeRanksList[i] < 0 || excludeRanksList[i] >= parent->nranks()) {
-          return fail(Result::kInvalidArgument, "%s: excluded rank %d is out of range [0, %d)", fn, excludeRanksList[i],
-                      parent->nranks());
-        }
-        if (excludeRanksList[i] == parent->rank()) {
-          return fail(Result::kInvalidArgument,
-                      "%s: rank %d is in its own exclude list; excluded ranks must not call ncclCommShrink", fn,
-                      parent->rank());
-        }
+    }
+    CommOptions options = parent->options();
+    if (config != nullptr) MIXCCL_TRY(mixccl::api::parseConfig(fn, config, &options));
+    // NCCL_SHRINK_ABORT cancels queued work (the revoke flag fails it, engine.h) and marks the
+    // parent unusable for new operations; the default lets queued work finish first. Only after
+    // every argument was accepted: a refused call leaves the parent as it was.
+    if (shrinkFlags == NCCL_SHRINK_ABORT) parent->revoke();
+    std::vector<int> excluded(excludeRanksList, excludeRanksList + excludeRanksCount);
+    auto run = [fn, parent, excluded, options, newcomm]() -> Result {
+      if (mixccl::Engine* e = parent->existingEngine(); e != nullptr && !parent->revoked()) {
+        MIXCCL_TRY(e->waitIdle(fn));
       }
-      CommOptions options = parent->options();
-      if (config != nullptr) MIXCCL_TRY(mixccl::api::parseConfig(fn, config, &options));
-      // NCCL_SHRINK_ABORT cancels queued work (the revoke flag fails it, engine.h) and marks the
-      // parent unusable for new operations; the default lets queued work finish first. Only after
-      // every argument was accepted: a refused call leaves the parent as it was.
-      if (shrinkFlags == NCCL_SHRINK_ABORT) parent->revoke();
-      std::vector<int> excluded(excludeRanksList, excludeRanksList + excludeRanksCount);
-      auto run = [fn, parent, excluded, options, newcomm]() -> Result {
-        if (mixccl::Engine* e = parent->existingEngine(); e != nullptr && !parent->revoked()) {
-          MIXCCL_TRY(e->waitIdle(fn));
-        }
-        std::unique_ptr<Communicator> child;
-        MIXCCL_TRY(
-            mixccl::shrinkCommunicator(parent, excluded.data(), static_cast<int>(excluded.size()), options, &child));
-        *newcomm = mixccl::api::registerComm(std::move(child));
-        return Result::kSuccess;
-      };
-      // In a group one thread may shrink several ranks, each waiting for the others: as split,
-      // but after the group's operations on the parent, which were issued before.
-      if (mixccl::group::active()) {
-        mixccl::group::addTask(parent, run, /*afterOps=*/true);
-        return Result::kSuccess;
-      }
-      return run();
-    }());
+      std::unique_ptr<Communicator> child;
+      MIXCCL_TRY(
+          mixccl::shrinkCommunicator(parent, excluded.data(), static_cast<int>(excluded.size()), options, &child));
+      *newcomm = mixccl::api::registerComm(std::move(child));
+      return Result::kSuccess;
+    };
+    // In a group one thread may shrink several ranks, each waiting for the others: as split,
+    // but after the group's operations on the parent, which were issued before.
+    if (mixccl::group::active()) {
+      mixccl::group::addTask(parent, run, /*afterOps=*/true);
+      return Result::kSuccess;
+    }
+    return run();
   });
 }
 
 MIXCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
-  return apiGuard("ncclCommFinalize", [&]() -> Result {
-    return noted([&]() -> Result {
-      if (comm == nullptr) return Result::kSuccess;  // as in NCCL: nothing to finalize
-      Communicator* c = nullptr;
-      MIXCCL_TRY(mixccl::api::lookupCallerComm("ncclCommFinalize", comm, &c));
-      if (c->initThread().joinable()) c->initThread().join();
-      if (c->state() == mixccl::CommState::kFinalized) {
-        // NCCL refuses a second finalize as an invalid argument.
-        return fail(Result::kInvalidArgument,
-                    "ncclCommFinalize: communicator of rank %d was finalized already; destroy it", c->rank());
-      }
-      if (c->revoked()) {
-        // As NCCL, whose revoke counts as the finalize: what is left to do is destroy.
-        return fail(Result::kInvalidArgument, "ncclCommFinalize: communicator of rank %d was revoked; destroy it",
-                    c->rank());
-      }
-      if (c->state() != mixccl::CommState::kReady) return Result::kSuccess;  // failed init: nothing to agree on
-      auto run = [c]() -> Result {
-        // Queued work first: finalize drains the lanes that work uses (bounded, abort-aware).
-        if (mixccl::Engine* e = c->existingEngine()) MIXCCL_TRY(e->waitIdle("ncclCommFinalize"));
-        return mixccl::finalizeCommunicator(*c);
-      };
-      // Every rank's finalize waits for the others: in a group, where one thread may finalize
-      // several ranks, it runs in a thread of its own after the group's operations.
-      if (c->options().blocking && mixccl::group::active()) {
-        mixccl::group::addTask(c, run, /*afterOps=*/true);
-        return Result::kSuccess;
-      }
-      if (c->options().blocking) return run();
-      // Non-blocking, as NCCL: ncclInProgress now, ncclCommGetAsyncError says when every rank got
-      // here; destroy joins the thread. In a group the thread starts at its end, after the group's
-      // operations (which its drain check would otherwise find in flight).
-      auto start = [c]() -> Result {
-        c->setAsyncError(Result::kInProgress);
-        c->initThread() = std::thread([c] {
-          pthread_setname_np(pthread_self(), "mixccl-final");
-          mixccl::log::RankScope scope(c->rank());
-          Result r = Result::kSuccess;
-          if (mixccl::Engine* e = c->existingEngine()) r = e->waitIdle("ncclCommFinalize");
-          c->setAsyncError(r == Result::kSuccess ? mixccl::finalizeCommunicator(*c) : r);
-        });
-        return Result::kSuccess;
-      };
-      if (mixccl::group::active()) {
-        mixccl::group::addTask(c, start, /*afterOps=*/true);
-      } else {
-        MIXCCL_TRY(start());
-      }
-      return Result::kInProgress;
-    }());
+  return groupedApiGuard("ncclCommFinalize", [&]() -> Result {
+    if (comm == nullptr) return Result::kSuccess;  // as in NCCL: nothing to finalize
+    Communicator* c = nullptr;
+    MIXCCL_TRY(mixccl::api::lookupCallerComm("ncclCommFinalize", comm, &c));
+    if (c->initThread().joinable()) c->initThread().join();
+    if (c->state() == mixccl::CommState::kFinalized) {
+      // NCCL refuses a second finalize as an invalid argument.
+      return fail(Result::kInvalidArgument,
+                  "ncclCommFinalize: communicator of rank %d was finalized already; destroy it", c->rank());
+    }
+    if (c->revoked()) {
+      // As NCCL, whose revoke counts as the finalize: what is left to do is destroy.
+      return fail(Result::kInvalidArgument, "ncclCommFinalize: communicator of rank %d was revoked; destroy it",
+                  c->rank());
+    }
+    if (c->state() != mixccl::CommState::kReady) return Result::kSuccess;  // failed init: nothing to agree on
+    auto run = [c]() -> Result {
+      // Queued work first: finalize drains the lanes that work uses (bounded, abort-aware).
+      if (mixccl::Engine* e = c->existingEngine()) MIXCCL_TRY(e->waitIdle("ncclCommFinalize"));
+      return mixccl::finalizeCommunicator(*c);
+    };
+    // Every rank's finalize waits for the others: in a group, where one thread may finalize
+    // several ranks, it runs in a thread of its own after the group's operations.
+    if (c->options().blocking && mixccl::group::active()) {
+      mixccl::group::addTask(c, run, /*afterOps=*/true);
+      return Result::kSuccess;
+    }
+    if (c->options().blocking) return run();
+    // Non-blocking, as NCCL: ncclInProgress now, ncclCommGetAsyncError says when every rank got
+    // here; destroy joins the thread. In a group the thread starts at its end, after the group's
+    // operations (which its drain check would otherwise find in flight).
+    auto start = [c, run]() -> Result {
+      c->setAsyncError(Result::kInProgress);
+      c->initThread() = std::thread([c, run] {
+        pthread_setname_np(pthread_self(), "mixccl-final");
+        mixccl::log::RankScope scope(c->rank());
+        c->setAsyncError(run());
+      });
+      return Result::kSuccess;
+    };
+    if (mixccl::group::active()) {
+      mixccl::group::addTask(c, start, /*afterOps=*/true);
+    } else {
+      MIXCCL_TRY(start());
+    }
+    return Result::kInProgress;
   });
 }
 
@@ -342,24 +355,13 @@ MIXCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
     if (comm == nullptr) return Result::kSuccess;  // NCCL accepts destroying a NULL communicator
     Communicator* c = nullptr;
     MIXCCL_TRY(mixccl::api::takeComm("ncclCommDestroy", comm, &c));
-    // `atGroupEnd`: the group that deferred it has run out, so there is nothing of it to forget
-    // (and at a thread's exit no group state to look at).
-    auto destroy = [comm, c](bool atGroupEnd) {
-      c->close();
-      if (!atGroupEnd) mixccl::group::forget(c);
-      if (!c->waitForCalls()) return;  // leaked, with a WARN: a call still uses it
-      // The queue runs out here, not when the last reference goes: a group of another thread that
-      // queued work on it may hold one until its ncclGroupEnd (which then fails).
-      c->stopEngine();
-      mixccl::api::freeComm(comm);
-    };
     // In a group, as NCCL: at its end, after the group's splits, collectives, shrinks and
     // finalizes, which may need this communicator (and, for one thread driving several ranks,
     // other ranks' calls that come after this one). The handle is gone for new calls already.
     if (mixccl::group::active()) {
-      mixccl::group::deferDestroy([destroy] { destroy(true); });
+      mixccl::group::deferDestroy([comm, c] { endComm(comm, c, /*forgetGroup=*/false); });
     } else {
-      destroy(false);
+      endComm(comm, c, /*forgetGroup=*/true);
     }
     return Result::kSuccess;
   });
@@ -371,13 +373,7 @@ MIXCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
     Communicator* c = nullptr;
     MIXCCL_TRY(mixccl::api::takeComm("ncclCommAbort", comm, &c));
     c->abort();
-    c->close();
-    mixccl::group::forget(c);
-    if (!c->waitForCalls()) return Result::kSuccess;  // leaked, with a WARN: a call still uses it
-    // Queued and running work fails at once (the abort flag) and every stream gate is released;
-    // after the pinned calls, which may still be creating the engine.
-    c->stopEngine();
-    mixccl::api::freeComm(comm);
+    endComm(comm, c, /*forgetGroup=*/true);
     return Result::kSuccess;
   });
 }

@@ -72,9 +72,9 @@ struct GroupState {
   GroupState() = default;
   GroupState(GroupState&&) = default;
   GroupState& operator=(GroupState&&) = default;
-  // A thread that exits with its group open (an exception, a cancelled worker): what the group
-  // started ends, what it was asked to destroy is, and its references go, or the communicators
-  // would never be freed. end() moves everything out before it resets the state.
+  // The end of a group: when end() is done with it (finish()), or when a thread exits with its
+  // group open (an exception, a cancelled worker): what the group started ends, what it was asked
+  // to destroy is, and its references go, or the communicators would never be freed.
   ~GroupState() {
     for (Task& t : tasks) {
       if (t.thread.joinable()) t.thread.join();
@@ -373,38 +373,21 @@ Result runOps(std::vector<std::unique_ptr<Op>>& ops, bool callHolds) {
 // if `run` and no call inside the group failed. As in NCCL, one failed call abandons the group's
 // operations: running the others would leave this rank's sequence out of step with its peers'.
 Result finish(const char* fn, bool run) {
+  // The group as it ends; the thread's state starts afresh. Its destructor (~GroupState) runs
+  // last, whichever way this returns: the destroys called in the group, then its references
+  // (the last one frees a communicator another thread destroyed or aborted meanwhile).
   GroupState& group = state();
-  // Released last, once nothing below uses the communicators (the last reference frees one that
-  // another thread destroyed or aborted meanwhile), also when something throws.
-  struct Release {
-    std::vector<Communicator*> held;
-    ~Release() {
-      for (Communicator* c : held) Communicator::release(c);
-    }
-  } release{std::move(group.held)};
-  // Destroys called in the group, after everything below, whichever way it ends.
-  struct Destroys {
-    std::vector<std::function<void()>> list;
-    ~Destroys() {
-      for (auto& destroy : list) destroy();
-    }
-  } destroys{std::move(group.destroys)};
-  std::vector<Communicator*> inits = std::move(group.inits);
-  std::vector<Task> tasks = std::move(group.tasks);
-  std::vector<Task> deferred = std::move(group.deferred);
+  GroupState ending = std::move(group);
+  group = GroupState{};
   // The operations go to the thread's `ending` list, whose storage serves call after call (the
   // group's own list starts empty again with the storage `ending` had).
   auto& ops = threadGroup().ending;
   ops.clear();
-  ops.swap(group.ops);
+  ops.swap(ending.ops);
+  group.ops = std::move(ending.ops);
   // Those that did not run (runOps recycles the others). They were never planned, so they hold
   // no scratch memory: their communicators need not be pinned.
   RecycleOps recycleOps{ops, threadGroup().spares};
-  const Result first = group.firstError;
-  const std::string firstMessage = std::move(group.firstMessage);
-  std::vector<std::unique_ptr<Op>> storage = std::move(group.ops);
-  group = GroupState{};
-  group.ops = std::move(storage);
   Result r = Result::kSuccess;
   auto join = [&r](std::vector<Task>& list) {
     for (Task& t : list) {
@@ -412,14 +395,14 @@ Result finish(const char* fn, bool run) {
       if (*t.result != Result::kSuccess && r == Result::kSuccess) r = *t.result;
     }
   };
-  join(tasks);
-  for (Communicator* c : inits) {
+  join(ending.tasks);
+  for (Communicator* c : ending.inits) {
     if (c->initThread().joinable()) c->initThread().join();
     if (c->options().blocking && c->asyncError() != Result::kSuccess && r == Result::kSuccess) r = c->asyncError();
   }
-  if (first != Result::kSuccess) {
-    return fail(first, "%s: a call inside the group failed, so none of its %zu operation(s) ran: %s", fn, ops.size(),
-                firstMessage.c_str());
+  if (ending.firstError != Result::kSuccess) {
+    return fail(ending.firstError, "%s: a call inside the group failed, so none of its %zu operation(s) ran: %s", fn,
+                ops.size(), ending.firstMessage.c_str());
   }
   if (run && !ops.empty()) {
     Result done = runOps(ops, /*callHolds=*/false);
@@ -427,7 +410,7 @@ Result finish(const char* fn, bool run) {
   }
   // Finalize and shrink come after the group's operations, as the calls were issued; all at
   // once, as each waits for its communicator's other ranks, which may be this thread's too.
-  for (Task& t : deferred) {
+  for (Task& t : ending.deferred) {
     t.comm->enterCall();  // the task's pin; checked after it (Communicator::close)
     if (Result open = checkOpen(fn, t.comm, "its finalize or shrink did not run"); open != Result::kSuccess) {
       t.comm->leaveCall();
@@ -436,7 +419,7 @@ Result finish(const char* fn, bool run) {
     }
     t.start();
   }
-  join(deferred);
+  join(ending.deferred);
   return r;
 }
 

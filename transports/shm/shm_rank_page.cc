@@ -14,6 +14,7 @@
 #include <cstring>
 #include <map>
 #include <new>
+#include <utility>
 
 #include "common/log.h"
 #include "common/pid_space.h"
@@ -72,13 +73,7 @@ void ShmRankPage::reset() {
   missing_ = false;
 }
 
-ShmRankPage::ShmRankPage(ShmRankPage&& o) noexcept
-    : header_(o.header_), missing_(o.missing_), ownName_(std::move(o.ownName_)), watchFd_(o.watchFd_) {
-  o.header_ = nullptr;
-  o.missing_ = false;
-  o.ownName_.clear();
-  o.watchFd_ = -1;
-}
+ShmRankPage::ShmRankPage(ShmRankPage&& o) noexcept { *this = std::move(o); }
 
 ShmRankPage& ShmRankPage::operator=(ShmRankPage&& o) noexcept {
   if (this != &o) {
