@@ -164,6 +164,15 @@ MIXCCL_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, si
     if (winFlags != NCCL_WIN_DEFAULT && winFlags != NCCL_WIN_COLL_SYMMETRIC) {
       return fail(Result::kInvalidArgument, "ncclCommWindowRegister: unknown winFlags 0x%x", winFlags);
     }
+    // A window over no bytes: NCCL 2.28.9 registers nothing and returns success, so code that
+    // registers whatever it has (possibly nothing) works there; NULL is what deregistering then
+    // takes back (newer NCCLs set *win to NULL here too).
+    if (size == 0 && win != nullptr) {
+      Communicator* c = nullptr;
+      MIXCCL_TRY(mixccl::api::lookupComm("ncclCommWindowRegister", comm, &c));
+      *win = nullptr;
+      return Result::kSuccess;
+    }
     return makeRegistration("ncclCommWindowRegister", "win", comm, buff, size, win);
   });
 }

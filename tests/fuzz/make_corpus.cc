@@ -126,7 +126,11 @@ void bootstrapWire() {
   p.transports[0].blob.assign(Transport::kMaxBlobBytes, 0x5a);
   p.backend.name = std::string(PeerInfo::kNameBytes - 1, 'b');
   p.backend.arithmetic.fill(0xa5a5a5a5u);
-  for (int i = 0; i < 8; ++i) p.transports.push_back({"t" + std::to_string(i), Bytes(Transport::kMaxBlobBytes, 7)});
+  for (int i = 0; i < 8; ++i) {
+    char name[8];  // not "t" + std::to_string(i): GCC 12 warns there falsely (-Wrestrict)
+    snprintf(name, sizeof(name), "t%d", i);
+    p.transports.push_back({name, Bytes(Transport::kMaxBlobBytes, 7)});
+  }
   if (p.encode(pb.data(), pb.size()) != Result::kSuccess) abort();
   put(t, "peer_info_full", with(4, pb));
   // A host field without a terminator: decoded, it must re-encode to the same name.

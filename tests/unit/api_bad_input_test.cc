@@ -722,6 +722,17 @@ void addMemoryRows(Rows& add) {
   add("ncclCommWindowRegister", "NullBuffWithSize",
       [](Env& e) { return ncclCommWindowRegister(e.comm, nullptr, 4096, &e.win, NCCL_WIN_DEFAULT); },
       ncclInvalidArgument, {"buff"});
+  // No bytes, no window: success with NULL, which deregisters as nothing (NCCL 2.28.9 registers
+  // nothing there either).
+  add("ncclCommWindowRegister", "SizeZero",
+      [](Env& e) {
+        e.win = reinterpret_cast<ncclWindow_t>(&e);  // must be overwritten
+        ncclResult_t r = ncclCommWindowRegister(e.comm, e.buf, 0, &e.win, NCCL_WIN_DEFAULT);
+        EXPECT_EQ(e.win, nullptr);
+        EXPECT_EQ(ncclCommWindowDeregister(e.comm, e.win), ncclSuccess);
+        return r;
+      },
+      ncclSuccess, {});
   add("ncclCommWindowDeregister", "NullComm", [](Env& e) { return ncclCommWindowDeregister(nullptr, e.window()); },
       ncclInvalidArgument, {"comm"});
   // NCCL returns for a NULL window before it looks at the communicator.
