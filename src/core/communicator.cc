@@ -123,14 +123,17 @@ Result Communicator::setUpLocal(const UniqueIdData& id, DeviceBackend* backend, 
   ctx.nranks = nranks_;
   ctx.commHash = id.commHash;
   memcpy(ctx.secret, id.secret, sizeof(ctx.secret));
-  ctx.slotBytes = static_cast<size_t>(config::getInt(config::Knob::kChunkSize));
-  ctx.fifoDepth = static_cast<int>(config::getInt(config::Knob::kFifoDepth));
-  ctx.abortFlag = &abort_;
-  if (ctx.slotBytes < 4096 || ctx.slotBytes > (1u << 30) || ctx.fifoDepth < 1 || ctx.fifoDepth > 1024) {
+  // Checked as read, before narrowing: MIXCCL_FIFO_DEPTH=4294967297 would otherwise pass as 1.
+  const int64_t slotBytes = config::getInt(config::Knob::kChunkSize);
+  const int64_t fifoDepth = config::getInt(config::Knob::kFifoDepth);
+  if (slotBytes < 4096 || slotBytes > (int64_t{1} << 30) || fifoDepth < 1 || fifoDepth > 1024) {
     return fail(Result::kInvalidArgument,
-                "MIXCCL_CHUNK_SIZE=%zu / MIXCCL_FIFO_DEPTH=%d out of range (4 KiB..1 GiB, 1..1024)", ctx.slotBytes,
-                ctx.fifoDepth);
+                "MIXCCL_CHUNK_SIZE=%lld / MIXCCL_FIFO_DEPTH=%lld out of range (4 KiB..1 GiB, 1..1024)",
+                static_cast<long long>(slotBytes), static_cast<long long>(fifoDepth));
   }
+  ctx.slotBytes = static_cast<size_t>(slotBytes);
+  ctx.fifoDepth = static_cast<int>(fifoDepth);
+  ctx.abortFlag = &abort_;
   size_t numTransports = 0;
   const TransportComponent* registered = builtinTransports(&numTransports);
   for (size_t i = 0; i < numTransports; ++i) {

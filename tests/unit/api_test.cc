@@ -172,6 +172,24 @@ TEST_F(ApiTest, ConfigIsValidated) {
   EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
 }
 
+// A slot count or size beyond int is refused as it reads, not as what it narrows to (1 here).
+TEST_F(ApiTest, OutOfRangeSlotKnobsFailInit) {
+  for (const char* knob : {"MIXCCL_FIFO_DEPTH=4294967297", "MIXCCL_FIFO_DEPTH=0", "MIXCCL_CHUNK_SIZE=-4096",
+                           "MIXCCL_CHUNK_SIZE=4294967296"}) {
+    const std::string kv = knob;
+    const std::string name = kv.substr(0, kv.find('='));
+    setenv(name.c_str(), kv.substr(kv.find('=') + 1).c_str(), 1);
+    config::resetForTesting();
+    ncclComm_t comm = nullptr;
+    EXPECT_EQ(ncclCommInitAll(&comm, 1, nullptr), ncclInvalidArgument) << knob;
+    EXPECT_NE(std::string(ncclGetLastError(nullptr)).find(kv.substr(kv.find('=') + 1)), std::string::npos)
+        << knob << ": " << ncclGetLastError(nullptr);
+    if (comm != nullptr) (void)ncclCommDestroy(comm);
+    unsetenv(name.c_str());
+    config::resetForTesting();
+  }
+}
+
 TEST_F(ApiTest, BadArgumentsAreRejectedWithMessages) {
   ncclUniqueId id;
   ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
