@@ -4,8 +4,10 @@
 
 #include <array>
 #include <atomic>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <mutex>
 
 #include "common/log.h"
@@ -23,7 +25,15 @@ struct KnobDecl {
   const char* doc;
   // Never logged: the value authenticates a job, and logs travel (bug reports, shared files).
   bool secret = false;
+  // Integer knobs: a value outside [minValue, maxValue] is clamped into it, with a warning.
+  int64_t minValue = std::numeric_limits<int64_t>::min();
+  int64_t maxValue = std::numeric_limits<int64_t>::max();
 };
+
+// The most seconds MIXCCL_TIMEOUT may say (about 31 years, "never" in practice). Every wait adds
+// the timeout to a steady_clock time in nanoseconds, which overflows past about 292 years: a
+// larger value would put the deadline in the past and fail every wait at once.
+constexpr int64_t kMaxTimeoutSeconds = 1000000000;
 
 // The table: every knob, declared once. docs/TUNING.md lists the same knobs for users.
 constexpr KnobDecl kTable[] = {
@@ -60,8 +70,10 @@ constexpr KnobDecl kTable[] = {
     {Knob::kIbRegCache, "MIXCCL_IB_REG_CACHE", Type::kInt, "4294967296",
      "bytes of registered user memory the RDMA transport keeps pinned per communicator and device; the least "
      "recently used regions beyond it are unpinned, and a larger one is sent through slots"},
+    // At least 1: a zero or negative timeout would fail every wait the moment it had to wait.
     {Knob::kTimeout, "MIXCCL_TIMEOUT", Type::kInt, "1800",
-     "seconds any blocking wait may last before it fails with ncclRemoteError"},
+     "seconds any blocking wait may last before it fails with ncclRemoteError; 1 to 10^9 (about 31 years)",
+     /*secret=*/false, /*minValue=*/1, /*maxValue=*/kMaxTimeoutSeconds},
     {Knob::kChunkSize, "MIXCCL_CHUNK_SIZE", Type::kInt, "524288", "bytes per message slot of a connection"},
     {Knob::kFifoDepth, "MIXCCL_FIFO_DEPTH", Type::kInt, "8", "message slots per connection"},
     {Knob::kSpinCount, "MIXCCL_SPIN_COUNT", Type::kInt, "-1",
@@ -118,10 +130,16 @@ struct Cache {
 Cache* gCache = new Cache();  // never freed on purpose: knobs are read from destructors at exit
 std::mutex gResetMutex;
 
-int64_t parseInt(const char* text, const KnobDecl& d, bool* okOut) {
+// Base 0 as NCCL's parameters: 0x.. is hex, a leading 0 octal. A number beyond int64 is no
+// number (NCCL also falls back to the default on ERANGE), rather than silently INT64_MAX/MIN.
+// The first getter may run between a failed call and the caller's read of errno: keep it.
+int64_t parseInt(const char* text, bool* okOut) {
+  const int savedErrno = errno;
   char* end = nullptr;
+  errno = 0;
   long long v = strtoll(text, &end, 0);
-  *okOut = end != text && *end == '\0';
+  *okOut = end != text && *end == '\0' && errno != ERANGE;
+  errno = savedErrno;
   return v;
 }
 
@@ -134,14 +152,21 @@ void load(Cache* c) {
     c->isDefault[i] = !useEnv || c->strings[i] == d.defaultValue;
     if (d.type != Type::kString) {
       bool parsed = false;
-      int64_t v = parseInt(c->strings[i].c_str(), d, &parsed);
+      int64_t v = parseInt(c->strings[i].c_str(), &parsed);
       if (!parsed) {
         bool dummy;
-        v = parseInt(d.defaultValue, d, &dummy);
-        fprintf(stderr, "mixccl: ignoring %s=%s (not a number), using %s\n", d.env, d.secret ? "(hidden)" : env,
+        v = parseInt(d.defaultValue, &dummy);
+        fprintf(stderr, "mixccl: ignoring %s=%s (not a 64-bit integer), using %s\n", d.env, d.secret ? "(hidden)" : env,
                 d.defaultValue);
         c->strings[i] = d.defaultValue;
         c->isDefault[i] = true;
+      } else if (v < d.minValue || v > d.maxValue) {
+        const int64_t clamped = v < d.minValue ? d.minValue : d.maxValue;
+        fprintf(stderr, "mixccl: %s=%s is out of range (%lld..%lld), using %lld\n", d.env, d.secret ? "(hidden)" : env,
+                static_cast<long long>(d.minValue), static_cast<long long>(d.maxValue),
+                static_cast<long long>(clamped));
+        v = clamped;
+        c->strings[i] = std::to_string(v);
       }
       c->ints[i] = d.type == Type::kBool ? (v != 0) : v;
     }

@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+#include "common/config.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "common/socket.h"
+#include "tests/support/env_guard.h"
+
+namespace mixccl {
+namespace {
+
+using config::Knob;
+using testing::EnvGuard;
+
+TEST(Config, IntegersParseAsNcclDoes) {
+  {
+    EnvGuard g("MIXCCL_FIFO_DEPTH", "12");
+    EXPECT_EQ(config::getInt(Knob::kFifoDepth), 12);
+  }
+  {
+    EnvGuard g("MIXCCL_FIFO_DEPTH", "0x10");  // base 0, as NCCL's strtoll(.., 0)
+    EXPECT_EQ(config::getInt(Knob::kFifoDepth), 16);
+  }
+  for (const char* bad : {"12abc", "abc", "1.5", "1e3"}) {
+    EnvGuard g("MIXCCL_FIFO_DEPTH", bad);
+    EXPECT_EQ(config::getInt(Knob::kFifoDepth), 8) << bad;
+  }
+  {
+    EnvGuard g("MIXCCL_FIFO_DEPTH", "");
+    EXPECT_EQ(config::getInt(Knob::kFifoDepth), 8);
+  }
+}
+
+// strtoll saturates a number beyond int64 (ERANGE); that is no number, so the default applies,
+// as NCCL does, instead of INT64_MAX (MIXCCL_SPIN_COUNT: never yield) or INT64_MIN.
+TEST(Config, NumbersBeyondInt64AreIgnored) {
+  {
+    EnvGuard g("MIXCCL_SPIN_COUNT", "99999999999999999999");
+    EXPECT_EQ(config::getInt(Knob::kSpinCount), -1);
+  }
+  {
+    EnvGuard g("MIXCCL_SPIN_COUNT", "-99999999999999999999");
+    EXPECT_EQ(config::getInt(Knob::kSpinCount), -1);
+  }
+  {
+    EnvGuard g("NCCL_SHM_DISABLE", "99999999999999999999");
+    EXPECT_FALSE(config::getBool(Knob::kShmDisable));
+  }
+}
+
+// A deadline is now + MIXCCL_TIMEOUT in steady_clock nanoseconds: a "never" timeout such as 10^10
+// seconds overflowed it into the past, so every wait failed at once.
+TEST(Config, HugeTimeoutIsClampedToAFutureDeadline) {
+  for (const char* huge : {"10000000000", "9223372036854775807"}) {
+    EnvGuard g("MIXCCL_TIMEOUT", huge);
+    const int64_t t = config::getInt(Knob::kTimeout);
+    EXPECT_EQ(t, 1000000000) << huge;
+    const auto now = std::chrono::steady_clock::now();
+    EXPECT_GT(now + std::chrono::seconds(t), now) << huge;
+    EXPECT_GT(defaultDeadline(), Clock::now()) << huge;
+    EXPECT_EQ(config::getString(Knob::kTimeout), "1000000000");
+  }
+}
+
+// A zero or negative timeout would fail every wait that had to wait at all.
+TEST(Config, TimeoutIsAtLeastOneSecond) {
+  for (const char* small : {"0", "-5"}) {
+    EnvGuard g("MIXCCL_TIMEOUT", small);
+    EXPECT_EQ(config::getInt(Knob::kTimeout), 1) << small;
+  }
+  EnvGuard g("MIXCCL_TIMEOUT", "7");
+  EXPECT_EQ(config::getInt(Knob::kTimeout), 7);
+}
+
+}  // namespace
+}  // namespace mixccl
