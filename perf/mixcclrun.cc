@@ -57,7 +57,11 @@ __attribute__((format(printf, 1, 2))) void say(const char* fmt, ...) {
   std::fflush(stderr);
 }
 
+// `seconds` from now. A limit past what the clock counts (steady_clock nanoseconds end about 292
+// years out) means "never": converted, it would overflow into a time in the past and fire at once.
 Clock::time_point after(double seconds) {
+  constexpr double kNever = 1e9;  // about 31 years
+  if (seconds >= kNever) return Clock::time_point::max();
   return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
 }
 

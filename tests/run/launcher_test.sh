@@ -184,6 +184,17 @@ timeout)
   expect_err "timeout"
   [ $elapsed -ge 900 ] && [ $elapsed -lt 4000 ] || fail "timeout took ${elapsed} ms"
   ;;
+huge_limits)
+  # A --timeout or --grace past what the clock counts means "no limit", not "already expired":
+  # the ranks end only when told to, so a limit that fired at once would show as 124.
+  "$run" -np 2 --timeout 1e10 --grace 1e300 sh -c 'touch $D/ready.$RANK; while [ ! -e $D/go ]; do sleep 0.05; done' \
+    >"$dir/out" 2>"$dir/err" &
+  pid=$!
+  wait_files "$dir"/ready.{0,1}
+  touch "$dir/go"
+  wait $pid
+  expect_rc $? 0
+  ;;
 tag_output)
   "$run" -np 2 --tag-output sh -c 'echo a$RANK; echo b$RANK >&2; seq 20000; printf tail$RANK' \
     >"$dir/out" 2>"$dir/err"
