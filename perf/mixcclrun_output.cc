@@ -13,6 +13,10 @@ namespace {
 
 // A rank that prints without newlines must not make us buffer without bound.
 constexpr size_t kMaxPendingBytes = 64 * 1024;
+// Reads per pump() call. A rank that writes faster than we tag and forward its lines keeps the
+// pipe full, so reading until EAGAIN would never return to the supervisor's poll loop: signals,
+// --timeout and the other ranks' deaths would go unnoticed. poll() reports what is left.
+constexpr int kMaxReadsPerPump = 4;
 
 // Writes all of `data`, waiting if our output is a full non-blocking pipe. Errors (a closed
 // terminal, EPIPE) drop the output: losing log lines must not stop the job.
@@ -53,7 +57,7 @@ void TaggedStream::emit(const char* data, size_t n) {
 
 void TaggedStream::pump() {
   char buf[16384];
-  while (readFd_ >= 0) {
+  for (int reads = 0; readFd_ >= 0 && reads < kMaxReadsPerPump; ++reads) {
     ssize_t n = read(readFd_, buf, sizeof(buf));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;

@@ -20,8 +20,9 @@ class TaggedStream {
   int fd() const { return readFd_; }
   bool open() const { return readFd_ >= 0; }
 
-  // Reads what is available and writes out every complete line. At end of file it writes the
-  // unterminated tail (with a newline added) and closes the pipe.
+  // Reads what is available, up to a bound (the rest waits for the next call), and writes out
+  // every complete line. At end of file it writes the unterminated tail (with a newline added)
+  // and closes the pipe.
   void pump();
   // Writes the unterminated tail, if any, and closes the pipe: used when we stop waiting for
   // end of file (a rank's child may hold the pipe open after the rank exited).

@@ -184,6 +184,14 @@ timeout)
   expect_err "timeout"
   [ $elapsed -ge 900 ] && [ $elapsed -lt 4000 ] || fail "timeout took ${elapsed} ms"
   ;;
+tag_output_flood)
+  # A rank that prints faster than mixcclrun tags its lines keeps its pipe full; the launcher must
+  # still see its --timeout (and signals) rather than read that pipe forever. timeout(1)'s SIGKILL
+  # only bounds the failing case (exit 137); the ranks die with mixcclrun (parent-death signal).
+  timeout -s KILL 30 "$run" -np 1 --tag-output --timeout 1 sh -c 'yes & yes & yes & wait' >/dev/null 2>"$dir/err"
+  expect_rc $? 124
+  expect_err "timeout"
+  ;;
 huge_limits)
   # A --timeout or --grace past what the clock counts means "no limit", not "already expired":
   # the ranks end only when told to, so a limit that fired at once would show as 124.
