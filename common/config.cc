@@ -61,9 +61,12 @@ constexpr KnobDecl kTable[] = {
     {Knob::kNet, "NCCL_NET", Type::kString, "",
      "network transport between hosts: IB (RDMA; init fails without a usable device) or Socket (TCP); empty = RDMA "
      "where both ranks have a device, else TCP"},
+    // 1-31: the field has 5 bits, and 0, which the verbs read as "retransmit forever", would let a
+    // dead link hang a lane (NCCL passes 0 through; every wait of ours is bounded).
     {Knob::kIbTimeout, "NCCL_IB_TIMEOUT", Type::kInt, "20",
      "RDMA retransmission timeout: 4.096 us * 2^value per try, 7 tries (20: about 4 s, NCCL's default for large "
-     "fabrics); 1-31"},
+     "fabrics); 1-31",
+     /*secret=*/false, /*minValue=*/1, /*maxValue=*/31},
     {Knob::kIbZcopyMin, "MIXCCL_IB_ZCOPY_MIN", Type::kInt, "65536",
      "smallest RDMA message sent zero-copy (the receiver reads it from the sender's buffer) when the buffers are "
      "registered with ncclCommRegister; smaller ones, and unregistered buffers, are copied through slots"},

@@ -75,5 +75,13 @@ TEST(Config, TimeoutIsAtLeastOneSecond) {
   EXPECT_EQ(config::getInt(Knob::kTimeout), 7);
 }
 
+// NCCL_IB_TIMEOUT is a 5-bit exponent; 0 would mean "retransmit forever" to the verbs.
+TEST(Config, IbTimeoutStaysAFiniteExponent) {
+  for (const auto& [text, want] : {std::pair{"0", 1}, std::pair{"-3", 1}, std::pair{"40", 31}, std::pair{"14", 14}}) {
+    EnvGuard g("NCCL_IB_TIMEOUT", text);
+    EXPECT_EQ(config::getInt(Knob::kIbTimeout), want) << text;
+  }
+}
+
 }  // namespace
 }  // namespace mixccl
