@@ -66,7 +66,7 @@ std::optional<int> parseOptions(const CollDesc& desc, int argc, char** argv, Opt
   app.add_option("-o,--op", op, "sum|prod|max|min|avg|mulsum|all, default sum");
   app.add_option("-d,--datatype", dtype,
                  "int8|uint8|int32|uint32|int64|uint64|half|float|double|bfloat16|f8e4m3|f8e5m2|all, default float");
-  app.add_option("-r,--root", root, "root rank, or all, default 0");
+  app.add_option("-r,--root", root, "root rank, or all (or -1) for every root, default 0");
   app.add_option("-a,--average", avg, "time reported: 0 rank 0, 1 average (default), 2 minimum, 3 maximum over ranks")
       ->check(CLI::Range(0, 3));
   app.add_option("-z,--blocking", blocking, "1: barrier after each collective, default 0");
@@ -165,13 +165,14 @@ std::optional<int> parseOptions(const CollDesc& desc, int argc, char** argv, Opt
     std::fprintf(stderr, "-o %s: unknown operation (sum, prod, max, min, avg, mulsum, all)\n", op.c_str());
     return 2;
   }
-  if (root == "all") {
+  // nccl-tests documents "-r all" but its code reads the number: -1 is how its scripts ask for every root.
+  if (root == "all" || root == "-1") {
     o->allRoots = true;
   } else {
     char* end = nullptr;
     const long r = std::strtol(root.c_str(), &end, 10);
     if (root.empty() || *end != '\0' || r < 0) {
-      std::fprintf(stderr, "-r %s: expected a rank number or all\n", root.c_str());
+      std::fprintf(stderr, "-r %s: expected a rank number, or all (or -1) for every root\n", root.c_str());
       return 2;
     }
     o->roots = {static_cast<int>(r)};

@@ -60,6 +60,12 @@ refused("-b 1Q", run("all_reduce", "-b", "1Q"), "is not a size")
 refused("-o bogus", run("all_reduce", "-o", "bogus"), "unknown operation")
 refused("-d bogus", run("all_reduce", "-d", "bogus"), "unknown data type")
 refused("-r 2 with 2 ranks", run("broadcast", "-t", "2", "-r", "2"), "only 2 ranks")
+refused("-r -2", run("broadcast", "-t", "2", "-r", "-2"), "expected a rank number")
+# nccl-tests' code reads -r as a number and takes -1 for every root (its README says "all").
+for spelling in ("-1", "all"):
+    p = run("broadcast", "-t", "2", "-r", spelling, "-b", "64", "-e", "64")
+    res = nccltests_output.parse(p.stdout) if p.returncode == 0 else None
+    expect(f"-r {spelling}: every root", res and [r["root"] for r in res["rows"]] == [0, 1], p)
 refused("several hosts, no rendezvous",
         run("all_reduce", env={"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "2",
                                "OMPI_COMM_WORLD_LOCAL_RANK": "0", "OMPI_COMM_WORLD_LOCAL_SIZE": "1"}),
