@@ -109,6 +109,12 @@ std::optional<int> parseOptions(const CollDesc& desc, int argc, char** argv, Opt
     std::fprintf(stderr, "-i 0 with -f 1 never reaches -e\n");
     return 2;
   }
+  if (o->stepFactor > 1 && o->minBytes == 0 && o->maxBytes > 0) {
+    std::fprintf(stderr,
+                 "-b 0 with -f %zu never grows past 0 (nccl-tests loops forever there): start at -b 1 or more\n",
+                 o->stepFactor);
+    return 2;
+  }
   if (!mem.empty()) {
     if (auto n = parseSize(mem)) {
       o->aggIters = static_cast<int>(*n);

@@ -57,6 +57,7 @@ else:
     refused("-m opencl without OpenCL", run("all_reduce", "-m", "opencl"), "built without OpenCL")
 refused("-g 2", run("all_reduce", "-g", "2"), "-g must be 1")
 refused("-b 1Q", run("all_reduce", "-b", "1Q"), "is not a size")
+refused("-b 0 -f 2 (never grows)", run("all_reduce", "-b", "0", "-e", "1K", "-f", "2"), "never grows past 0")
 refused("-o bogus", run("all_reduce", "-o", "bogus"), "unknown operation")
 refused("-d bogus", run("all_reduce", "-d", "bogus"), "unknown data type")
 refused("-r 2 with 2 ranks", run("broadcast", "-t", "2", "-r", "2"), "only 2 ranks")
