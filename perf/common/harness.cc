@@ -331,18 +331,25 @@ class RankRunner {
       for (int i = 0; i < o_.warmupIters; ++i) callOnce(args);
       sync();
       barrier();
+      // -z: 1 and 2 wait for each iteration (1 then barriers, 2 not); 3 barriers too but times only
+      // up to the wait. nccl-tests waits after each call of a -m group; calls inside a group only
+      // run at its end, so here the wait is after the group.
       const auto t0 = Clock::now();
+      Clock::duration untimed{};
       for (int i = 0; i < o_.iters; ++i) {
         if (o_.aggIters > 1) PERF_NCCL(rank_, ncclGroupStart());
         for (int a = 0; a < o_.aggIters; ++a) callOnce(args);
         if (o_.aggIters > 1) PERF_NCCL(rank_, ncclGroupEnd());
-        if (o_.blocking) {
-          sync();
+        if (o_.blocking != 0) sync();
+        if (o_.blocking == 1) barrier();
+        if (o_.blocking == 3) {
+          const auto b0 = Clock::now();
           barrier();
+          untimed += Clock::now() - b0;
         }
       }
       sync();
-      const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+      const double elapsed = std::chrono::duration<double>(Clock::now() - t0 - untimed).count();
       const double perCall = o_.iters > 0 ? elapsed / (static_cast<double>(o_.iters) * o_.aggIters) : 0.0;
       const double sec = rankTime(perCall);
 

@@ -69,7 +69,10 @@ std::optional<int> parseOptions(const CollDesc& desc, int argc, char** argv, Opt
   app.add_option("-r,--root", root, "root rank, or all (or -1) for every root, default 0");
   app.add_option("-a,--average", avg, "time reported: 0 rank 0, 1 average (default), 2 minimum, 3 maximum over ranks")
       ->check(CLI::Range(0, 3));
-  app.add_option("-z,--blocking", blocking, "1: barrier after each collective, default 0");
+  app.add_option("-z,--blocking", blocking,
+                 "after each iteration: 1 wait and barrier, 2 wait, 3 wait and barrier with the barrier left out of "
+                 "the time; default 0 (none)")
+      ->check(CLI::Range(0, 3));
   app.add_option("-N,--run_cycles", o->cycles, "run the whole sweep this many times (0: forever), default 1")
       ->check(CLI::NonNegativeNumber);
   app.add_option("-T,--timeout", o->timeoutSec, "seconds one row may take before the tool gives up, default 0 (none)")
@@ -153,7 +156,7 @@ std::optional<int> parseOptions(const CollDesc& desc, int argc, char** argv, Opt
     return 2;
   }
   o->check = check != 0;
-  o->blocking = blocking != 0;
+  o->blocking = blocking;
   o->avg = static_cast<AvgMode>(avg);
   if (dtype == "all") {
     o->types = allTypes();

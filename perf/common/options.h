@@ -35,7 +35,7 @@ struct Options {
   std::vector<int> roots;       // from -r (one root), unless allRoots: every rank, known once ranks are counted
   bool allRoots = false;
   AvgMode avg = AvgMode::kAverage;
-  bool blocking = false;                            // -z 1: barrier after each collective
+  int blocking = 0;                                 // -z, nccl-tests' modes (perf/README.md)
   int cycles = 1;                                   // -N: 0 runs forever
   int timeoutSec = 0;                               // -T: 0 means none
   std::string jsonPath;                             // -J

@@ -27,7 +27,10 @@ void printPreamble(const Options& o, const std::vector<RankLine>& ranks, const s
       "validation: %d graph: %d\n",
       o.nThreads, o.nGpus, o.minBytes, o.maxBytes, factor ? o.stepFactor : o.stepBytes, factor ? "factor" : "bytes",
       o.warmupIters, o.iters, o.aggIters, o.check ? 1 : 0, o.graph);
-  if (o.blocking) std::printf("# Blocking Enabled: wait for completion and barrier after each collective \n");
+  // nccl-tests' "# Blocking Enabled:" line, one wording per -z mode.
+  if (o.blocking == 1) std::printf("# Blocking Enabled: wait and barrier after each iteration \n");
+  if (o.blocking == 2) std::printf("# Blocking Enabled: wait after each iteration, no barrier \n");
+  if (o.blocking == 3) std::printf("# Blocking Enabled: wait and barrier after each iteration, barrier not timed \n");
   for (const std::string& n : notes) std::printf("# %s\n", n.c_str());
   std::printf("#\n# Using devices\n");
   // The device field keeps nccl-tests' shape ("device N [bus] name") so line parsers still match;

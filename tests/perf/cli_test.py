@@ -58,6 +58,7 @@ else:
 refused("-g 2", run("all_reduce", "-g", "2"), "-g must be 1")
 refused("-b 1Q", run("all_reduce", "-b", "1Q"), "is not a size")
 refused("-b 0 -f 2 (never grows)", run("all_reduce", "-b", "0", "-e", "1K", "-f", "2"), "never grows past 0")
+refused("-z 4", run("all_reduce", "-z", "4"), "not in range")
 refused("-o bogus", run("all_reduce", "-o", "bogus"), "unknown operation")
 refused("-d bogus", run("all_reduce", "-d", "bogus"), "unknown data type")
 refused("-r 2 with 2 ranks", run("broadcast", "-t", "2", "-r", "2"), "only 2 ranks")
@@ -91,6 +92,25 @@ expect("-c 0 prints N/A", res and res["preamble"]["validation"] == 0
 p = run("all_gather", "-b", "64", "-e", "256", "-f", "2", "-N", "2", "-z", "1", "-a", "3", "-T", "60", "-t", "2")
 res = nccltests_output.parse(p.stdout) if p.returncode == 0 else None
 expect("-N 2 -z 1 -a 3 -T 60", res and len(res["rows"]) == 6 and "# Blocking Enabled" in p.stdout, p)
+# nccl-tests' -z modes: 2 waits without a barrier, 3 leaves the barrier out of the time.
+for z, words in (("2", "no barrier"), ("3", "barrier not timed")):
+    p = run("all_reduce", "-b", "64", "-e", "64", "-z", z, "-t", "2")
+    res = nccltests_output.parse(p.stdout) if p.returncode == 0 else None
+    expect(f"-z {z}", res and res["oob"] == (0, True)
+           and re.search(rf"^# Blocking Enabled: .*{words} $", p.stdout, re.M), p)
+
+
+def barriers(z):
+    """The tool's one-double all-reduces (barriers, time and #wrong reductions) in a -n 4 row, from
+    NCCL_DEBUG's per-call lines: counts calls, not time."""
+    p = run("all_reduce", "-b", "64", "-e", "64", "-n", "4", "-w", "0", "-z", z,
+            env={"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "COLL"})
+    return len(re.findall(r"AllReduce: .* count 1 datatype float64 ", p.stdout + p.stderr)) if p.returncode == 0 else -1
+
+
+n = {z: barriers(z) for z in ("0", "1", "2", "3")}
+# 4 iterations x (out-of-place, in-place): -z 1 and 3 add a barrier after each, -z 2 none.
+expect(f"-z barriers per iteration {n}", n["0"] > 0 and n["1"] == n["3"] == n["0"] + 8 and n["2"] == n["0"], p)
 for a in ("0", "1", "2"):
     p = run("reduce_scatter", "-b", "1K", "-e", "1K", "-a", a, "-t", "3")
     expect(f"-a {a}", p.returncode == 0 and nccltests_output.parse(p.stdout)["oob"] == (0, True), p)
