@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -54,6 +55,14 @@ std::string shortHostName() {
   std::fprintf(stderr, "%s:%d rank %d: %s\n", shortHostName().c_str(), getpid(), rank, what.c_str());
   std::fflush(stderr);
   std::_Exit(1);
+}
+
+// nccl-tests' bandwidth gate for CI: with NCCL_TESTS_MIN_BW=X (GB/s) a run whose average bus
+// bandwidth is below 90% of X fails (footer "FAILED", exit status 1). Empty when unset.
+std::optional<bool> bandwidthVerdict(double avgBusbw) {
+  const char* minBw = std::getenv("NCCL_TESTS_MIN_BW");
+  if (minBw == nullptr) return std::nullopt;
+  return avgBusbw >= 0.9 * std::atof(minBw);
 }
 
 #define PERF_NCCL(rank, call)                      \
@@ -161,12 +170,16 @@ class RankRunner {
       }
       if (json && !json->write(o_.jsonPath, bwCount ? bwSum / bwCount : 0)) job_.exitCode = 1;
     }
-    if (printer()) printFooter(errors, bwCount ? bwSum / bwCount : 0);
+    // Every rank saw the same rows (times are reduced over ranks), so every process reaches the
+    // same verdict and exit status.
+    const double avgBusbw = bwCount ? bwSum / bwCount : 0;
+    const std::optional<bool> bwOk = bandwidthVerdict(avgBusbw);
+    if (printer()) printFooter(errors, avgBusbw, bwOk);
     sync();
     for (Registered& r : regs_) unregister(r);
     for (RankMemory::Buffer* b : {&send_, &recv_, &inPlace_}) mem_->release(*b);
     PERF_NCCL(rank_, ncclCommDestroy(comm_));
-    if (errors) job_.exitCode = 1;
+    if (errors || (bwOk && !*bwOk)) job_.exitCode = 1;
   }
 
  private:

@@ -80,9 +80,9 @@ void printRow(const Row& r) {
   std::fflush(stdout);
 }
 
-void printFooter(int errors, double avgBusbw) {
+void printFooter(int errors, double avgBusbw, std::optional<bool> bwOk) {
   std::printf("# Out of bounds values : %d %s\n", errors, errors ? "FAILED" : "OK");
-  std::printf("# Avg bus bandwidth    : %g \n", avgBusbw);
+  std::printf("# Avg bus bandwidth    : %g %s\n", avgBusbw, !bwOk ? "" : *bwOk ? "OK" : "FAILED");
   std::printf("#\n\n");
   std::fflush(stdout);
 }

@@ -17,7 +17,8 @@ BIN = sys.argv[1]
 VERSION = sys.argv[2]
 OPENCL = len(sys.argv) > 3 and sys.argv[3] == "1"
 CLEAN = {k: v for k, v in os.environ.items()
-         if not k.startswith(("OMPI_", "PMI_", "PMIX_", "SLURM_", "MASTER_", "NCCL_COMM_ID"))
+         if not k.startswith(("OMPI_", "PMI_", "PMIX_", "SLURM_", "MASTER_", "NCCL_COMM_ID", "NCCL_TESTS_MIN_BW",
+                              "NCCL_DEBUG"))
          and k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
 failures = []
 
@@ -114,6 +115,15 @@ expect(f"-z barriers per iteration {n}", n["0"] > 0 and n["1"] == n["3"] == n["0
 for a in ("0", "1", "2"):
     p = run("reduce_scatter", "-b", "1K", "-e", "1K", "-a", a, "-t", "3")
     expect(f"-a {a}", p.returncode == 0 and nccltests_output.parse(p.stdout)["oob"] == (0, True), p)
+# nccl-tests' CI gate: NCCL_TESTS_MIN_BW (GB/s) fails a run whose average busbw is below 90% of it.
+# 1e12 GB/s is out of any machine's reach and 0 within every one's, so neither depends on timing.
+p = run("all_reduce", "-b", "1K", "-e", "1K", "-t", "2", env={"NCCL_TESTS_MIN_BW": "1e12"})
+expect("NCCL_TESTS_MIN_BW unreachable: FAILED, status 1",
+       p.returncode == 1 and re.search(r"^# Avg bus bandwidth    : \S+ FAILED$", p.stdout, re.M)
+       and "# Out of bounds values : 0 OK" in p.stdout, p)
+p = run("all_reduce", "-b", "1K", "-e", "1K", "-t", "2", env={"NCCL_TESTS_MIN_BW": "0"})
+expect("NCCL_TESTS_MIN_BW 0: OK",
+       p.returncode == 0 and re.search(r"^# Avg bus bandwidth    : \S+ OK$", p.stdout, re.M), p)
 p = run("sendrecv", "-b", "1K", "-e", "1K")
 expect("one rank", p.returncode == 0 and nccltests_output.parse(p.stdout)["oob"] == (0, True), p)
 
