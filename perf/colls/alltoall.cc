@@ -16,8 +16,8 @@ const CollDesc kAlltoAll = {
     .bwOfAllRanks = true,
     .busFactor = busFactorBlocks,
     .counts =
-        [](size_t count, int n, int) {
-          const size_t per = count / n;
+        [](size_t count, size_t typeSize, int n, int) {
+          const size_t per = blockCount(count, typeSize, n);
           return Counts{per * n, per * n, per, 0, 0};
         },
     .call = [](const CallArgs& a) { return ncclAlltoAll(a.send, a.recv, a.count, a.type, a.comm, a.stream); },

@@ -53,7 +53,7 @@ struct CollDesc {
   bool inPlaceChecked;  // false where NCCL defines no in-place form: that column's #wrong is N/A
   bool bwOfAllRanks;    // algbw counts count*nranks elements (gathers, scatters, alltoall), else count
   double (*busFactor)(int nranks);
-  Counts (*counts)(size_t count, int nranks, int rank);
+  Counts (*counts)(size_t count, size_t typeSize, int nranks, int rank);
   ncclResult_t (*call)(const CallArgs& a);
   Source (*source)(int rank, int nranks, int root, size_t param, size_t j);
 };
@@ -62,15 +62,22 @@ struct CollDesc {
 inline double busFactorOne(int) { return 1.0; }
 inline double busFactorBlocks(int n) { return static_cast<double>(n - 1) / n; }  // each rank moves n-1 of n blocks
 // One buffer of `count` elements on both sides (all-reduce, broadcast, reduce, send/recv).
-inline Counts wholeBuffer(size_t count, int, int) { return Counts{count, count, count, 0, 0}; }
-// Gathering: `count / n` elements in, n blocks out; in place, the input is this rank's block.
-inline Counts gatherBlocks(size_t count, int n, int rank) {
-  const size_t per = count / n;
+inline Counts wholeBuffer(size_t count, size_t, int, int) { return Counts{count, count, count, 0, 0}; }
+// One rank's block where the buffer is split in n: `count / n` elements rounded down to whole
+// 16-byte units, as nccl-tests sizes it (for its GPU kernels' vector loads), so a row's size and
+// count columns are nccl-tests' for any rank count, not only where n divides the size evenly.
+inline size_t blockCount(size_t count, size_t typeSize, int n) {
+  const size_t unit = typeSize < 16 ? 16 / typeSize : 1;  // elements per 16 bytes
+  return count / n / unit * unit;
+}
+// Gathering: one block in, n blocks out; in place, the input is this rank's block.
+inline Counts gatherBlocks(size_t count, size_t typeSize, int n, int rank) {
+  const size_t per = blockCount(count, typeSize, n);
   return Counts{per, per * n, per, rank * per, 0};
 }
-// Scattering: n blocks in, one block of `count / n` out; in place, the output is this rank's block.
-inline Counts scatterBlocks(size_t count, int n, int rank) {
-  const size_t per = count / n;
+// Scattering: n blocks in, one block out; in place, the output is this rank's block.
+inline Counts scatterBlocks(size_t count, size_t typeSize, int n, int rank) {
+  const size_t per = blockCount(count, typeSize, n);
   return Counts{per * n, per, per, 0, rank * per};
 }
 

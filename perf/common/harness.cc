@@ -312,7 +312,7 @@ class RankRunner {
   Row runRow(size_t size, const TypeInfo& type, const OpInfo& op, ncclRedOp_t redOp, int root) {
     if (thread_ == 0) job_.watchdog->arm();
     const size_t ts = type.size;
-    const Counts c = d_.counts(size / ts, job_.nranks, rank_);
+    const Counts c = d_.counts(size / ts, ts, job_.nranks, rank_);
     const size_t ipElems = std::max(c.sendInPlaceOff + c.send, c.recvInPlaceOff + c.recv);
     grow(send_, c.send * ts, regs_[0]);
     grow(recv_, c.recv * ts, regs_[1]);
@@ -390,7 +390,7 @@ class RankRunner {
     const TypeInfo& type = o_.types.front();
     const int root = roots().front();
     for (size_t size : {o_.maxBytes, o_.minBytes}) {
-      const Counts c = d_.counts(size / type.size, job_.nranks, rank_);
+      const Counts c = d_.counts(size / type.size, type.size, job_.nranks, rank_);
       grow(send_, c.send * type.size, regs_[0]);
       grow(recv_, c.recv * type.size, regs_[1]);
       const CallArgs args{

@@ -68,6 +68,23 @@ TEST(PerfOptions, SizesAndSuffixes) {
   EXPECT_EQ(o.sizes(), (std::vector<size_t>{8, 30008, 60008}));
 }
 
+// The size and count columns of the split collectives are nccl-tests': a rank's block is count / n
+// rounded down to whole 16-byte units (values worked out from nccl-tests' formula by hand).
+TEST(PerfCounts, BlocksAreSizedAsNcclTests) {
+  EXPECT_EQ(blockCount(262144, 4, 3), 87380u);  // 1M of float on 3 ranks: 1048560 B, not 1048572
+  EXPECT_EQ(blockCount(262144, 4, 4), 65536u);  // even splits are unchanged
+  EXPECT_EQ(blockCount(8, 1, 2), 0u);           // 8 B of int8 on 2 ranks: below one 16-byte unit
+  EXPECT_EQ(blockCount(7, 8, 1), 6u);           // double: pairs of elements
+  EXPECT_EQ(blockCount(33, 2, 1), 32u);         // half: 8 elements per unit
+  const Counts g = gatherBlocks(262144, 4, 3, 2);
+  EXPECT_EQ(g.param, 87380u);
+  EXPECT_EQ(g.recv, 3u * 87380u);
+  EXPECT_EQ(g.sendInPlaceOff, 2u * 87380u);
+  const Counts s = scatterBlocks(262144, 4, 3, 1);
+  EXPECT_EQ(s.send, 3u * 87380u);
+  EXPECT_EQ(s.recvInPlaceOff, 87380u);
+}
+
 // All-reduce semantics, enough for the value plan.
 const CollDesc kAllReduceLike = {"all_reduce",
                                  true,
@@ -75,7 +92,7 @@ const CollDesc kAllReduceLike = {"all_reduce",
                                  true,
                                  false,
                                  [](int n) { return 2.0 * (n - 1) / n; },
-                                 [](size_t c, int, int) {
+                                 [](size_t c, size_t, int, int) {
                                    return Counts{c, c, c, 0, 0};
                                  },
                                  nullptr,

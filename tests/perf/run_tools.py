@@ -36,21 +36,28 @@ TYPES = {"int8": 1, "uint8": 1, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8
 OPS = ["sum", "prod", "max", "min", "avg", "mulsum"]
 
 
-def per_rank(c, n):
-    return c // n
+def blocks(c, n, ts):
+    """nccl-tests' split of c elements in n blocks: c / n rounded down to whole 16-byte units."""
+    unit = 16 // ts
+    per = c // n // unit * unit
+    return per, per * n
 
 
-# tool: (reduces, rooted, in-place checked, busbw factor(n), (param count, size in elements)(count, n))
+def whole(c, n, ts):
+    return c, c
+
+
+# tool: (reduces, rooted, in-place checked, busbw factor(n), (param count, size in elements)(count, n, type size))
 TOOLS = {
-    "all_reduce": (True, False, True, lambda n: 2 * (n - 1) / n, lambda c, n: (c, c)),
-    "all_gather": (False, False, True, lambda n: (n - 1) / n, lambda c, n: (c // n, c // n * n)),
-    "reduce_scatter": (True, False, True, lambda n: (n - 1) / n, lambda c, n: (c // n, c // n * n)),
-    "alltoall": (False, False, False, lambda n: (n - 1) / n, lambda c, n: (c // n, c // n * n)),
-    "broadcast": (False, True, True, lambda n: 1.0, lambda c, n: (c, c)),
-    "reduce": (True, True, True, lambda n: 1.0, lambda c, n: (c, c)),
-    "gather": (False, True, True, lambda n: (n - 1) / n, lambda c, n: (c // n, c // n * n)),
-    "scatter": (False, True, True, lambda n: (n - 1) / n, lambda c, n: (c // n, c // n * n)),
-    "sendrecv": (False, False, False, lambda n: 1.0, lambda c, n: (c, c)),
+    "all_reduce": (True, False, True, lambda n: 2 * (n - 1) / n, whole),
+    "all_gather": (False, False, True, lambda n: (n - 1) / n, blocks),
+    "reduce_scatter": (True, False, True, lambda n: (n - 1) / n, blocks),
+    "alltoall": (False, False, False, lambda n: (n - 1) / n, blocks),
+    "broadcast": (False, True, True, lambda n: 1.0, whole),
+    "reduce": (True, True, True, lambda n: 1.0, whole),
+    "gather": (False, True, True, lambda n: (n - 1) / n, blocks),
+    "scatter": (False, True, True, lambda n: (n - 1) / n, blocks),
+    "sendrecv": (False, False, False, lambda n: 1.0, whole),
 }
 
 
@@ -153,7 +160,7 @@ def check_tool(tool, mode, np_, args, tmp):
             for root in (range(np_) if rooted else [-1]):
                 size = 8
                 while size <= 65536:
-                    param, elems = shape(size // TYPES[t], np_)
+                    param, elems = shape(size // TYPES[t], np_, TYPES[t])
                     expected.append((elems * TYPES[t], param, t, op, root))
                     size *= 4
     got = [(r["size"], r["count"], r["type"], r["redop"], r["root"]) for r in res["rows"]]
