@@ -45,8 +45,8 @@ bool sizeFlag(const std::string& flag, const std::string& text, size_t* out) {
 std::optional<int> parseOptions(const CollDesc& desc, int argc, char** argv, Options* o) {
   CLI::App app{std::string(desc.name) + "_perf: nccl-tests-compatible benchmark of " + desc.name +
                " on mixccl (host or OpenCL memory)"};
-  std::string minB, maxB, stepB, stepF, op = "sum", dtype = "float", root = "0", mem;
-  int check = 1, blocking = 0, avg = 1, parallelInit = 0;
+  std::string minB, maxB, stepB, stepF, op = "sum", dtype = "float", root = "0", mem, memLong;
+  int check = 1, blocking = 0, avg = 1, parallelInit = 0, memReport = 0;
   app.add_option("-t,--nthreads", o->nThreads, "ranks in this process, one thread each")->check(CLI::Range(1, 4096));
   app.add_option("-g,--ngpus", o->nGpus, "devices per thread (must be 1)");
   app.add_option("-b,--minbytes", minB, "smallest size in bytes (K/M/G suffixes), default 32M");
@@ -58,10 +58,15 @@ std::optional<int> parseOptions(const CollDesc& desc, int argc, char** argv, Opt
       ->check(CLI::NonNegativeNumber);
   app.add_option("--agg_iters", o->aggIters, "collectives per iteration, in one group, default 1")
       ->check(CLI::PositiveNumber);
+  // -m and --memory are separate options: a number after -m is nccl-tests' -m (agg iters), but a
+  // number after --memory is nccl-tests' -M/--memory (its memory usage report), not agg iters.
   app.add_option(
-      "-m,--memory", mem,
+      "-m", mem,
       "buffer kind: host (default), opencl, or a per-rank pattern of H/O letters such as H,O (rank r uses entry "
       "r % length); an integer here means agg iters, as nccl-tests' -m");
+  app.add_option("--memory", memLong,
+                 "buffer kind, as -m; a number here is nccl-tests' -M/--memory (memory usage report): only 0");
+  app.add_option("-M", memReport, "nccl-tests' memory usage report: only 0 (not implemented)");
   app.add_option("-c,--check", check, "check every element of the result (0/1), default 1");
   app.add_option("-o,--op", op, "sum|prod|max|min|avg|mulsum|all, default sum");
   app.add_option("-d,--datatype", dtype,
@@ -124,6 +129,20 @@ std::optional<int> parseOptions(const CollDesc& desc, int argc, char** argv, Opt
     } else {
       o->memory = mem;
     }
+  }
+  if (!memLong.empty()) {
+    if (auto n = parseSize(memLong)) {
+      memReport = static_cast<int>(*n);
+    } else {
+      o->memory = memLong;
+    }
+  }
+  if (memReport != 0) {
+    std::fprintf(stderr,
+                 "-M/--memory %d: nccl-tests' memory usage report is not implemented (here -m/--memory names the "
+                 "buffer kind; --agg_iters or -m N sets agg iters)\n",
+                 memReport);
+    return 2;
   }
   if (o->memory == "cuda") {
     std::fprintf(stderr, "-m cuda: CUDA buffers need the CUDA backend, not built yet (use -m host or -m opencl)\n");

@@ -86,6 +86,13 @@ res = nccltests_output.parse(p.stdout) if p.returncode == 0 else None
 expect("sizes, -i, -m N", res and res["preamble"]["minBytes"] == 1024 and res["preamble"]["maxBytes"] == 3072
        and res["preamble"]["stepKind"] == "bytes" and res["preamble"]["step"] == 1024 and res["preamble"]["agg"] == 2
        and res["preamble"]["iters"] == 3 and [r["size"] for r in res["rows"]] == [1024, 2048, 3072], p)
+# nccl-tests' --memory is its -M (memory usage report), not -m: a number there must not become agg iters.
+refused("--memory 4", run("all_reduce", "--memory", "4"), "memory usage report is not implemented")
+refused("-M 1", run("all_reduce", "-M", "1"), "memory usage report is not implemented")
+for flags in (("--memory", "0"), ("-M", "0")):
+    p = run("all_reduce", "-b", "64", "-e", "64", *flags)
+    res = nccltests_output.parse(p.stdout) if p.returncode == 0 else None
+    expect(" ".join(flags), res and res["preamble"]["agg"] == 1, p)
 p = run("all_reduce", "-b", "64", "-e", "64", "-c", "0", "-t", "2")
 res = nccltests_output.parse(p.stdout) if p.returncode == 0 else None
 expect("-c 0 prints N/A", res and res["preamble"]["validation"] == 0
