@@ -368,7 +368,8 @@ int main(int argc, char** argv) {
   ctx->setTimeout(std::chrono::seconds(300));
   ctx->connectFullMesh(store, device);
 
-  const size_t align = static_cast<size_t>(n) * sizeof(float);
+  // A row's per-rank block is whole 16-byte units, as nccl-tests and mixccl's perf tools size it.
+  const size_t align = static_cast<size_t>(n) * 16;
   Harness h(ctx, o.maxBytes + align);
   h.fill(1.0f);
   char host[256] = "";

@@ -270,7 +270,9 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &nranks_);
   Options o;
   parseOptions(argc, argv, &o);
-  size_t align = (size_t)nranks_ * sizeof(float);
+  // A row's per-rank block is whole 16-byte units, as nccl-tests and mixccl's perf tools size it,
+  // so that their rows and these have the same sizes.
+  size_t align = (size_t)nranks_ * 16;
   size_t cap = o.max_bytes + align;
   float* send = (float*)malloc(cap);
   float* recv = (float*)malloc(cap);
@@ -307,7 +309,7 @@ int main(int argc, char** argv) {
     double bus_sum = 0;
     int rows = 0;
     for (double b = (double)o.min_bytes; b <= (double)o.max_bytes * 1.0001; b *= o.factor) {
-      // Per-rank blocks need a multiple of nranks floats; the whole-buffer collectives one float.
+      // Per-rank blocks need a multiple of nranks 16-byte units; the whole-buffer collectives one float.
       const int whole = c == kAllReduce || c == kBroadcast || c == kReduce || c == kSendRecv;
       const size_t step = whole ? sizeof(float) : align;
       size_t bytes = (size_t)b / step * step;
