@@ -3,6 +3,7 @@
 #include "perf/common/size.h"
 
 #include <cctype>
+#include <limits>
 
 namespace mixccl::perf {
 
@@ -15,16 +16,23 @@ std::optional<size_t> parseSize(const std::string& text) {
   if (!suffix.empty() && (suffix.back() == 'B' || suffix.back() == 'b')) suffix.pop_back();
   if (suffix.empty()) return value;
   if (suffix.size() != 1) return std::nullopt;
+  int shift = 0;
   switch (std::toupper(static_cast<unsigned char>(suffix[0]))) {
     case 'K':
-      return value << 10;
+      shift = 10;
+      break;
     case 'M':
-      return value << 20;
+      shift = 20;
+      break;
     case 'G':
-      return value << 30;
+      shift = 30;
+      break;
     default:
       return std::nullopt;
   }
+  // "99999999999G" does not fit in 64 bits: no size, rather than what the shift wraps to.
+  if (value > (std::numeric_limits<size_t>::max() >> shift)) return std::nullopt;
+  return value << shift;
 }
 
 }  // namespace mixccl::perf

@@ -12,7 +12,8 @@
 namespace mixccl::perf {
 
 // "64K" -> 65536: an integer with an optional K, M or G suffix (powers of 1024) and an optional
-// trailing B. nullopt for anything else, including numbers of more than 15 digits.
+// trailing B. nullopt for anything else, including numbers of more than 15 digits and sizes
+// beyond 64 bits.
 std::optional<size_t> parseSize(const std::string& text);
 
 }  // namespace mixccl::perf

@@ -58,6 +58,8 @@ TEST(PerfOptions, SizesAndSuffixes) {
   EXPECT_EQ(parseSize("4KB"), 4096u);
   EXPECT_FALSE(parseSize("K"));
   EXPECT_FALSE(parseSize("1Q"));
+  EXPECT_FALSE(parseSize("99999999999G"));                     // beyond 64 bits
+  EXPECT_EQ(parseSize("17179869183G"), 17179869183ull << 30);  // the largest G that fits
   Options o;
   o.minBytes = 8;
   o.maxBytes = 65536;
