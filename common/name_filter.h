@@ -6,6 +6,9 @@
 // devices): "eth,ib" lists name prefixes, a leading "^" excludes what is listed, a leading "="
 // (after any "^") makes the names exact, and with ports enabled "mlx5_0:1" names one port of a
 // device. An empty spec means "no preference" (useDefault): the caller applies its own policy.
+// So does a spec that names nothing ("^", "=", "^=", ","): NCCL ignores a one-character
+// NCCL_SOCKET_IFNAME such as "^", and reading "^" as "exclude nothing" would admit loopback and
+// container bridges first, which a script's "^$EXCLUDED" with an empty variable never meant.
 // Pure and allocation-light; safe from any thread.
 
 #include <cstdlib>
@@ -59,6 +62,7 @@ struct NameFilter {
       }
       pos = comma + 1;
     }
+    if (f.entries.empty()) return NameFilter{};
     return f;
   }
 

@@ -69,5 +69,17 @@ TEST(NameFilter, EmptyEntriesAreIgnored) {
   EXPECT_TRUE(f.accepts("rxe0"));
 }
 
+// "^$EXCLUDED" with an empty variable must not turn into "admit everything, loopback first", and
+// "=" alone must not turn into "admit nothing": a spec that names nothing is no preference.
+TEST(NameFilter, ASpecThatNamesNothingLeavesTheChoiceToTheCaller) {
+  for (const char* spec : {"^", "=", "^=", ",", "^,,", "=,"}) {
+    const NameFilter f = NameFilter::parse(spec, true);
+    EXPECT_TRUE(f.useDefault) << spec;
+    EXPECT_FALSE(f.exclude) << spec;
+    EXPECT_FALSE(f.exact) << spec;
+    EXPECT_TRUE(f.entries.empty()) << spec;
+  }
+}
+
 }  // namespace
 }  // namespace mixccl
