@@ -48,12 +48,14 @@ struct NameFilter {
       if (comma == std::string::npos) comma = s.size();
       if (comma > pos) {
         Entry e{s.substr(pos, comma - pos), -1};
-        const size_t colon = withPorts ? e.name.rfind(':') : std::string::npos;
+        // As in NCCL, the port follows the first ':' and later ':' fields are ignored (newer NCCL
+        // releases write "mlx5_0:1:<rail>:<plane>"; we have no use for those).
+        const size_t colon = withPorts ? e.name.find(':') : std::string::npos;
         if (colon != std::string::npos) {
           char* end = nullptr;
           const long port = strtol(e.name.c_str() + colon + 1, &end, 10);
           // "dev:" or "dev:x" is not a port: keep the text whole, so it matches nothing real.
-          if (end != e.name.c_str() + colon + 1 && *end == '\0' && port >= 0 && port < 65536) {
+          if (end != e.name.c_str() + colon + 1 && (*end == '\0' || *end == ':') && port >= 0 && port < 65536) {
             e.port = static_cast<int>(port);
             e.name.erase(colon);
           }

@@ -50,6 +50,20 @@ TEST(NameFilter, PortsNameOnePortOfADevice) {
   EXPECT_FALSE(exclude.accepts("mlx5_0", 2));
 }
 
+// NCCL reads the port after the first ':' and ignores later fields (rail and plane in newer
+// releases), so "mlx5_0:1:0" names port 1 of mlx5_0 rather than nothing at all.
+TEST(NameFilter, ThePortFollowsTheFirstColon) {
+  const NameFilter f = NameFilter::parse("=mlx5_0:1:0", true);
+  ASSERT_EQ(f.entries.size(), 1u);
+  EXPECT_EQ(f.entries[0].name, "mlx5_0");
+  EXPECT_EQ(f.entries[0].port, 1);
+  EXPECT_TRUE(f.accepts("mlx5_0", 1));
+  EXPECT_FALSE(f.accepts("mlx5_0", 2));
+  const NameFilter exclude = NameFilter::parse("^mlx5_0:2:1:0", true);
+  EXPECT_TRUE(exclude.accepts("mlx5_0", 1));
+  EXPECT_FALSE(exclude.accepts("mlx5_0", 2));
+}
+
 TEST(NameFilter, WithoutPortsAColonIsPartOfTheName) {
   const NameFilter f = NameFilter::parse("=eth0:1", false);
   EXPECT_TRUE(f.accepts("eth0:1"));
