@@ -253,51 +253,67 @@ Result findListenAddress(SocketAddress* out, std::string* ifname) {
   } else if (!familyText.empty()) {
     return fail(Result::kInvalidArgument, "NCCL_SOCKET_FAMILY=%s is not AF_INET or AF_INET6", familyText.c_str());
   }
-  NameFilter filter = NameFilter::parse(spec, /*withPorts=*/false);
-  // The default skips loopback and the bridges container runtimes and VMs create, which are up
-  // but reach no other host.
-  NameFilter defaultFilter = NameFilter::parse("^docker,lo,virbr", /*withPorts=*/false);
-
   ifaddrs* list = nullptr;
   if (getifaddrs(&list) != 0) {
     return fail(Result::kSystemError, "getifaddrs failed: %s; cannot pick a network interface", strerror(errno));
   }
+  std::vector<InterfaceAddress> ifs;
+  for (const ifaddrs* ifa = list; ifa != nullptr; ifa = ifa->ifa_next) {
+    if (ifa->ifa_addr == nullptr) continue;
+    const int fam = ifa->ifa_addr->sa_family;
+    if (fam != AF_INET && fam != AF_INET6) continue;
+    InterfaceAddress i;
+    i.name = ifa->ifa_name;
+    i.flags = ifa->ifa_flags;
+    copyAddress(ifa->ifa_addr, &i.addr);
+    ifs.push_back(std::move(i));
+  }
+  freeifaddrs(list);
+  const int best = chooseInterface(ifs, spec, wantFamily);
+  if (best < 0) {
+    return fail(Result::kSystemError,
+                "no usable network interface matches NCCL_SOCKET_IFNAME='%s' NCCL_SOCKET_FAMILY='%s'; list "
+                "interfaces with 'ip addr' and set NCCL_SOCKET_IFNAME to one that is up, has a link (no "
+                "NO-CARRIER) and has an address",
+                spec.c_str(), familyText.c_str());
+  }
+  *out = ifs[best].addr;
+  out->setPort(0);
+  if (ifname != nullptr) *ifname = ifs[best].name;
+  MIXCCL_INFO(log::kBootstrap, "using interface %s address %s", ifs[best].name.c_str(), out->toString().c_str());
+  return Result::kSuccess;
+}
+
+int chooseInterface(const std::vector<InterfaceAddress>& ifs, const std::string& spec, int family) {
+  NameFilter filter = NameFilter::parse(spec, /*withPorts=*/false);
+  // The default skips loopback and the bridges container runtimes and VMs create, which are up
+  // but reach no other host.
+  NameFilter defaultFilter = NameFilter::parse("^docker,lo,virbr", /*withPorts=*/false);
   // Pass 0 honours the filter; pass 1 (default policy only) falls back to loopback. Within a
   // pass IPv4 wins over IPv6 unless NCCL_SOCKET_FAMILY says otherwise.
-  const ifaddrs* best = nullptr;
-  for (int pass = 0; pass < 2 && best == nullptr; ++pass) {
+  int best = -1;
+  for (int pass = 0; pass < 2 && best < 0; ++pass) {
     if (pass == 1 && !filter.useDefault) break;
-    for (const ifaddrs* ifa = list; ifa != nullptr; ifa = ifa->ifa_next) {
-      if (ifa->ifa_addr == nullptr || (ifa->ifa_flags & IFF_UP) == 0) continue;
-      int fam = ifa->ifa_addr->sa_family;
+    for (size_t k = 0; k < ifs.size(); ++k) {
+      const InterfaceAddress& i = ifs[k];
+      if ((i.flags & IFF_UP) == 0 || (i.flags & IFF_RUNNING) == 0) continue;
+      const int fam = i.addr.family();
       if (fam != AF_INET && fam != AF_INET6) continue;
-      if (wantFamily != AF_UNSPEC && fam != wantFamily) continue;
+      if (family != AF_UNSPEC && fam != family) continue;
       // Link-local IPv6 needs a scope id, which the 20-byte wire address does not carry.
-      if (fam == AF_INET6 && isLinkLocalV6(ifa->ifa_addr)) continue;
-      bool loopback = (ifa->ifa_flags & IFF_LOOPBACK) != 0;
+      if (fam == AF_INET6 && isLinkLocalV6(reinterpret_cast<const sockaddr*>(&i.addr.storage))) continue;
+      const bool loopback = (i.flags & IFF_LOOPBACK) != 0;
       if (filter.useDefault) {
-        if (pass == 0 && (loopback || !defaultFilter.accepts(ifa->ifa_name))) continue;
+        if (pass == 0 && (loopback || !defaultFilter.accepts(i.name.c_str()))) continue;
         if (pass == 1 && !loopback) continue;
-      } else if (!filter.accepts(ifa->ifa_name)) {
+      } else if (!filter.accepts(i.name.c_str())) {
         continue;
       }
-      if (best == nullptr || (best->ifa_addr->sa_family == AF_INET6 && fam == AF_INET)) best = ifa;
+      if (best < 0 || (ifs[best].addr.family() == AF_INET6 && fam == AF_INET)) best = static_cast<int>(k);
       if (fam == AF_INET) break;
     }
   }
-  if (best == nullptr) {
-    freeifaddrs(list);
-    return fail(Result::kSystemError,
-                "no usable network interface matches NCCL_SOCKET_IFNAME='%s' NCCL_SOCKET_FAMILY='%s'; list "
-                "interfaces with 'ip addr' and set NCCL_SOCKET_IFNAME to one that is up and has an address",
-                spec.c_str(), familyText.c_str());
-  }
-  copyAddress(best->ifa_addr, out);
-  out->setPort(0);
-  if (ifname != nullptr) *ifname = best->ifa_name;
-  MIXCCL_INFO(log::kBootstrap, "using interface %s address %s", best->ifa_name, out->toString().c_str());
-  freeifaddrs(list);
-  return Result::kSuccess;
+  return best;
 }
 
 Socket::~Socket() { close(); }

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "common/result.h"
 
@@ -48,6 +49,19 @@ Result parseHostPort(const std::string& text, SocketAddress* out);
 // (prefix list, "^" excludes, "=" exact) and NCCL_SOCKET_FAMILY (AF_INET/AF_INET6); by default
 // the first non-loopback interface that is up, else loopback. Port is 0.
 Result findListenAddress(SocketAddress* out, std::string* ifname);
+
+// One address of one interface, as getifaddrs() lists it.
+struct InterfaceAddress {
+  std::string name;
+  unsigned flags = 0;  // IFF_*
+  SocketAddress addr;
+};
+
+// The choice findListenAddress() makes among `ifs` (in getifaddrs() order) for an
+// NCCL_SOCKET_IFNAME spec and a family (AF_UNSPEC, AF_INET, AF_INET6): an index into `ifs`, or -1
+// when none qualifies. Only interfaces that are up and running (carrier present) qualify, as in
+// NCCL: an unplugged port often keeps its static address, and listening there reaches nobody.
+int chooseInterface(const std::vector<InterfaceAddress>& ifs, const std::string& spec, int family);
 
 // Liveness of TCP connections (MIXCCL_NET_TIMEOUT; docs/DEBUGGING.md, "Network faults").
 //

@@ -4,6 +4,7 @@
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <net/if.h>
 #include <netinet/tcp.h>
 
 #include <cstdlib>
@@ -137,6 +138,42 @@ TEST(FindListenAddress, HonoursIfnameAndFamily) {
     SocketAddress a;
     EXPECT_EQ(findListenAddress(&a, nullptr), Result::kInvalidArgument);
   }
+}
+
+InterfaceAddress iface(const char* name, unsigned flags, const char* hostPort) {
+  InterfaceAddress i;
+  i.name = name;
+  i.flags = flags;
+  EXPECT_EQ(parseHostPort(hostPort, &i.addr), Result::kSuccess);
+  return i;
+}
+
+// An unplugged port (NO-CARRIER) often keeps its static address; like NCCL, the choice skips it,
+// by default and when NCCL_SOCKET_IFNAME names it, since listening there reaches nobody.
+TEST(ChooseInterface, SkipsInterfacesWithoutCarrier) {
+  const unsigned up = IFF_UP | IFF_BROADCAST;
+  const std::vector<InterfaceAddress> ifs = {
+      iface("lo", IFF_UP | IFF_RUNNING | IFF_LOOPBACK, "127.0.0.1:0"),
+      iface("eth0", up, "10.0.0.1:0"),
+      iface("eth1", up | IFF_RUNNING, "10.0.1.1:0"),
+  };
+  EXPECT_EQ(chooseInterface(ifs, "", AF_UNSPEC), 2);
+  EXPECT_EQ(chooseInterface(ifs, "eth", AF_UNSPEC), 2);
+  EXPECT_EQ(chooseInterface(ifs, "=eth0", AF_UNSPEC), -1);
+  // Without any running non-loopback interface the default falls back to loopback.
+  EXPECT_EQ(chooseInterface({ifs[0], ifs[1]}, "", AF_UNSPEC), 0);
+}
+
+TEST(ChooseInterface, PrefersIpv4AndHonoursTheFamily) {
+  const unsigned on = IFF_UP | IFF_RUNNING;
+  const std::vector<InterfaceAddress> ifs = {
+      iface("eth0", on, "[fd00::1]:0"),
+      iface("eth0", on, "10.0.0.1:0"),
+      iface("docker0", on, "172.17.0.1:0"),
+  };
+  EXPECT_EQ(chooseInterface(ifs, "", AF_UNSPEC), 1);
+  EXPECT_EQ(chooseInterface(ifs, "", AF_INET6), 0);
+  EXPECT_EQ(chooseInterface(ifs, "=docker0", AF_UNSPEC), 2);
 }
 
 TEST(Socket, SendRecvLargeBuffer) {
