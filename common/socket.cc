@@ -215,8 +215,7 @@ Result parseHostPort(const std::string& text, SocketAddress* out) {
                 text.c_str());
   }
   addrinfo hints{};
-  const std::string& family = config::getString(config::Knob::kSocketFamily);
-  hints.ai_family = family == "AF_INET" ? AF_INET : family == "AF_INET6" ? AF_INET6 : AF_UNSPEC;
+  hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* res = nullptr;
   int rc = getaddrinfo(host.c_str(), nullptr, &hints, &res);
@@ -224,10 +223,14 @@ Result parseHostPort(const std::string& text, SocketAddress* out) {
     return fail(Result::kInvalidArgument, "cannot resolve host '%s' of '%s': %s; check the name or use an IP address",
                 host.c_str(), text.c_str(), gai_strerror(rc));
   }
-  // Prefer an IPv4 result: it works without a scope id and through more networks.
+  // NCCL_SOCKET_FAMILY chooses among the results but rejects none: like NCCL, a root given as an
+  // IPv4 literal stays reachable when the ranks' own listeners are forced to IPv6 (and the other
+  // way round). Otherwise prefer IPv4: it works without a scope id and through more networks.
+  const std::string& family = config::getString(config::Knob::kSocketFamily);
+  const int want = family == "AF_INET6" ? AF_INET6 : AF_INET;
   const addrinfo* pick = res;
   for (const addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
-    if (ai->ai_family == AF_INET) {
+    if (ai->ai_family == want) {
       pick = ai;
       break;
     }

@@ -62,6 +62,22 @@ TEST(SocketAddress, ParsesIpv4Ipv6AndNames) {
   EXPECT_TRUE(a.family() == AF_INET || a.family() == AF_INET6);
 }
 
+// NCCL_SOCKET_FAMILY chooses the ranks' own interfaces; like NCCL, it does not make a root
+// address of the other family (NCCL_COMM_ID) unparseable.
+TEST(SocketAddress, SocketFamilyDoesNotRejectALiteralOfTheOtherFamily) {
+  SocketAddress a;
+  {
+    EnvGuard g("NCCL_SOCKET_FAMILY", "AF_INET6");
+    ASSERT_EQ(parseHostPort("10.1.2.3:29500", &a), Result::kSuccess);
+    EXPECT_EQ(a.toString(), "10.1.2.3:29500");
+  }
+  {
+    EnvGuard g("NCCL_SOCKET_FAMILY", "AF_INET");
+    ASSERT_EQ(parseHostPort("[fd00::1]:29500", &a), Result::kSuccess);
+    EXPECT_EQ(a.toString(), "[fd00::1]:29500");
+  }
+}
+
 TEST(SocketAddress, RejectsMalformedText) {
   SocketAddress a;
   for (const char* bad : {"", "nohost", ":80", "1.2.3.4:", "1.2.3.4:65536", "1.2.3.4:-1", "1.2.3.4:12x", "[::1]80",
