@@ -60,7 +60,9 @@ struct NameFilter {
             e.name.erase(colon);
           }
         }
-        f.entries.push_back(std::move(e));
+        // ":1" names no device: as an empty prefix it would select port 1 of every device
+        // (or, after "^", exclude it from all of them). NCCL drops such an entry; so do we.
+        if (!e.name.empty()) f.entries.push_back(std::move(e));
       }
       pos = comma + 1;
     }

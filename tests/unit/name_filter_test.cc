@@ -64,6 +64,17 @@ TEST(NameFilter, ThePortFollowsTheFirstColon) {
   EXPECT_FALSE(exclude.accepts("mlx5_0", 2));
 }
 
+// A port without a device names nothing; it must not become "this port of every device".
+TEST(NameFilter, APortWithoutADeviceIsIgnored) {
+  const NameFilter f = NameFilter::parse("mlx5_1,:1", true);
+  ASSERT_EQ(f.entries.size(), 1u);
+  EXPECT_FALSE(f.accepts("mlx5_0", 1));
+  EXPECT_TRUE(f.accepts("mlx5_1", 2));
+  const NameFilter exclude = NameFilter::parse("^mlx5_1,:1", true);
+  EXPECT_TRUE(exclude.accepts("mlx5_0", 1));
+  EXPECT_TRUE(NameFilter::parse("^:1", true).useDefault);
+}
+
 TEST(NameFilter, WithoutPortsAColonIsPartOfTheName) {
   const NameFilter f = NameFilter::parse("=eth0:1", false);
   EXPECT_TRUE(f.accepts("eth0:1"));
