@@ -37,10 +37,12 @@ constexpr int64_t kMaxTimeoutSeconds = 1000000000;
 
 // The table: every knob, declared once. docs/TUNING.md lists the same knobs for users.
 constexpr KnobDecl kTable[] = {
-    {Knob::kDebug, "NCCL_DEBUG", Type::kString, "", "log level: VERSION, WARN, INFO or TRACE"},
-    {Knob::kDebugSubsys, "NCCL_DEBUG_SUBSYS", Type::kString, "INIT,ENV",
+    {Knob::kDebug, "NCCL_DEBUG", Type::kString, "",
+     "log level: VERSION, WARN, INFO or TRACE (NCCL's ABORT reads as INFO)"},
+    {Knob::kDebugSubsys, "NCCL_DEBUG_SUBSYS", Type::kString, "INIT,BOOTSTRAP,ENV",
      "comma list of subsystems to log at INFO (INIT,COLL,P2P,SHM,NET,TUNING,ENV,ALLOC,CALL,BOOTSTRAP,ALL); ^ negates"},
-    {Knob::kDebugFile, "NCCL_DEBUG_FILE", Type::kString, "", "log to this file instead of stdout (%h host, %p pid)"},
+    {Knob::kDebugFile, "NCCL_DEBUG_FILE", Type::kString, "",
+     "log to this file instead of stdout (%h host, %p pid, %% a percent sign)"},
     {Knob::kCommId, "NCCL_COMM_ID", Type::kString, "", "host:port of the bootstrap root, instead of the unique id's"},
     {Knob::kSocketIfname, "NCCL_SOCKET_IFNAME", Type::kString, "",
      "interfaces for bootstrap and TCP: prefix list, ^ excludes, = exact"},

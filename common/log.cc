@@ -19,7 +19,7 @@
 namespace mixccl::log {
 
 std::atomic<Level> gLevel{Level::kNone};
-std::atomic<uint64_t> gSubsys{kInit | kEnv};
+std::atomic<uint64_t> gSubsys{kInit | kBootstrap | kEnv};
 std::atomic<bool> gInited{false};
 
 namespace {
@@ -44,6 +44,8 @@ Level parseLevel(const std::string& s) {
   if (strcasecmp(s.c_str(), "VERSION") == 0) return Level::kVersion;
   if (strcasecmp(s.c_str(), "WARN") == 0) return Level::kWarn;
   if (strcasecmp(s.c_str(), "INFO") == 0) return Level::kInfo;
+  // NCCL's ABORT sits between INFO and TRACE; we have nothing at that level, so it logs as INFO.
+  if (strcasecmp(s.c_str(), "ABORT") == 0) return Level::kInfo;
   if (strcasecmp(s.c_str(), "TRACE") == 0) return Level::kTrace;
   return Level::kNone;
 }
@@ -64,7 +66,7 @@ uint64_t parseSubsys(const std::string& s) {
   return invert ? ~mask : mask;
 }
 
-// Expands %h (host name) and %p (pid) in NCCL_DEBUG_FILE.
+// Expands %h (host name), %p (pid) and %% (a percent sign) in NCCL_DEBUG_FILE; other % pairs stay.
 std::string expandPath(const std::string& pattern) {
   std::string out;
   for (size_t i = 0; i < pattern.size(); ++i) {
@@ -74,6 +76,8 @@ std::string expandPath(const std::string& pattern) {
         out += gHost;
       } else if (c == 'p') {
         out += std::to_string(getpid());
+      } else if (c == '%') {
+        out += '%';  // "%%" is a literal percent sign, as in NCCL
       } else {
         out += '%';
         out += c;

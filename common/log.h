@@ -4,9 +4,10 @@
 
 // The one logging header. Lines look like NCCL's:
 //   host:pid:tid [rank] NCCL INFO <message>
-// Controlled by NCCL_DEBUG (VERSION|WARN|INFO|TRACE), NCCL_DEBUG_SUBSYS (comma list, ^ to negate)
-// and NCCL_DEBUG_FILE (%h = hostname, %p = pid). The macros test level and subsystem before any
-// formatting happens, so a disabled log line costs one load and a compare. spdlog/fmt stay in log.cc.
+// Controlled by NCCL_DEBUG (VERSION|WARN|INFO|TRACE; NCCL's ABORT reads as INFO), NCCL_DEBUG_SUBSYS
+// (comma list, ^ to negate; default INIT,BOOTSTRAP,ENV as NCCL) and NCCL_DEBUG_FILE (%h = hostname,
+// %p = pid, %% = %). The macros test level and subsystem before any formatting happens, so a
+// disabled log line costs one load and a compare. spdlog/fmt stay in log.cc.
 
 #include <atomic>
 #include <cstdint>

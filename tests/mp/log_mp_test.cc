@@ -91,6 +91,37 @@ TEST(LogTest, SubsystemFilterAndWarnLevel) {
   std::remove(file.c_str());
 }
 
+std::string readAndRemove(const std::string& file) {
+  std::ifstream in(file);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::remove(file.c_str());
+  return ss.str();
+}
+
+// Settings NCCL accepts must read the same here: the default subsystems include BOOTSTRAP (the
+// interface and bootstrap lines), NCCL_DEBUG=ABORT logs INFO, and "%%" in NCCL_DEBUG_FILE is one '%'.
+TEST(LogTest, NcclDefaultsAbortLevelAndPercentEscape) {
+  const std::string dir = ::testing::TempDir();
+  std::string file = dir + "/mixccl_log_defaults.txt";
+  std::string text = runWithEnv({{"NCCL_DEBUG", "INFO"}, {"NCCL_DEBUG_FILE", file}}, file);
+  std::remove(file.c_str());
+  EXPECT_NE(text.find("Init COMPLETE"), std::string::npos) << text;
+  EXPECT_TRUE(std::regex_search(text, std::regex("NCCL INFO .*bootstrap"))) << text;
+
+  text = runWithEnv({{"NCCL_DEBUG", "abort"}, {"NCCL_DEBUG_SUBSYS", "INIT"}, {"NCCL_DEBUG_FILE", file}}, file);
+  std::remove(file.c_str());
+  EXPECT_NE(text.find("NCCL INFO"), std::string::npos) << text;
+  EXPECT_NE(text.find("Init COMPLETE"), std::string::npos) << text;
+
+  const std::string literal = dir + "/mixccl_log_100%.txt";
+  std::remove(literal.c_str());
+  (void)runWithEnv({{"NCCL_DEBUG", "WARN"}, {"NCCL_DEBUG_FILE", dir + "/mixccl_log_100%%.txt"}}, "");
+  text = readAndRemove(literal);
+  EXPECT_NE(text.find("NCCL WARN"), std::string::npos) << "nothing in " << literal;
+  std::remove((dir + "/mixccl_log_100%%.txt").c_str());
+}
+
 // MIXCCL_COMM_SECRET authenticates an NCCL_COMM_ID job; logs get pasted into bug reports, so its
 // value must never appear in one, even with every subsystem at INFO. The log must still say that
 // the knob is set (the line proves the value was read, so the test cannot pass vacuously).
