@@ -195,6 +195,12 @@ bool getBool(Knob k) { return cache().ints[static_cast<size_t>(k)] != 0; }
 const std::string& getString(Knob k) { return cache().strings[static_cast<size_t>(k)]; }
 const char* name(Knob k) { return kTable[static_cast<size_t>(k)].env; }
 
+std::string getStringFresh(Knob k) {
+  const KnobDecl& d = kTable[static_cast<size_t>(k)];
+  const char* env = getenv(d.env);
+  return env != nullptr && *env != '\0' ? env : d.defaultValue;
+}
+
 void resetForTesting() {
   std::lock_guard<std::mutex> lock(gResetMutex);
   Cache* c = new Cache();

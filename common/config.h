@@ -55,6 +55,11 @@ const std::string& getString(Knob k);
 // Environment variable name of a knob, for messages.
 const char* name(Knob k);
 
+// A string knob's value as the environment says it now, bypassing (and not changing) the cache:
+// the default when unset or empty. For ncclResetDebugInit, whose contract is to re-read the
+// logging variables after a program changed them; every other reader keeps the cached value.
+std::string getStringFresh(Knob k);
+
 // Forgets cached values so the next getter re-reads the environment. Tests only.
 void resetForTesting();
 

@@ -89,13 +89,16 @@ std::string expandPath(const std::string& pattern) {
   return out;
 }
 
-void load() {
+// fresh: read the environment now instead of the configuration cache (ncclResetDebugInit exists
+// so that a program can change NCCL_DEBUG* after the library read them).
+void load(bool fresh) {
+  auto get = [fresh](config::Knob k) { return fresh ? config::getStringFresh(k) : config::getString(k); };
   gethostname(gHost, sizeof(gHost) - 1);
   if (char* dot = strchr(gHost, '.')) *dot = '\0';
-  const Level level = parseLevel(config::getString(config::Knob::kDebug));
-  gSubsys.store(parseSubsys(config::getString(config::Knob::kDebugSubsys)), std::memory_order_relaxed);
+  const Level level = parseLevel(get(config::Knob::kDebug));
+  gSubsys.store(parseSubsys(get(config::Knob::kDebugSubsys)), std::memory_order_relaxed);
   std::shared_ptr<spdlog::logger> logger;
-  const std::string& file = config::getString(config::Knob::kDebugFile);
+  const std::string file = get(config::Knob::kDebugFile);
   try {
     if (!file.empty() && level != Level::kNone) {
       auto sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(expandPath(file), /*truncate=*/true);
@@ -128,14 +131,14 @@ const char* levelName(Level level) {
 
 void initSlow() {
   std::call_once(gInitOnce, [] {
-    load();
+    load(/*fresh=*/false);
     gInited.store(true, std::memory_order_release);
   });
 }
 
 void reinit() {
   std::call_once(gInitOnce, [] {});
-  load();
+  load(/*fresh=*/true);
   gInited.store(true, std::memory_order_release);
 }
 

@@ -33,7 +33,8 @@ enum Subsys : uint64_t {
   kAll = ~0ull,
 };
 
-// Current thresholds; read once from the environment (reinit() re-reads, for tests).
+// Current thresholds; read once from the environment (reinit() re-reads it, bypassing the
+// configuration cache: ncclResetDebugInit and tests).
 // Atomics because tests (and ncclResetDebugInit) may re-read the environment while other threads
 // log; relaxed loads cost the same as plain ones on the hot path.
 extern std::atomic<Level> gLevel;

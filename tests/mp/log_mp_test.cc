@@ -122,6 +122,38 @@ TEST(LogTest, NcclDefaultsAbortLevelAndPercentEscape) {
   std::remove((dir + "/mixccl_log_100%%.txt").c_str());
 }
 
+// ncclResetDebugInit re-reads NCCL_DEBUG* after the program changed them, as NCCL's does, even
+// though the library has read (and cached) its configuration already.
+TEST(LogTest, ResetDebugInitRereadsTheEnvironment) {
+  const std::string file = ::testing::TempDir() + "/mixccl_log_reset.txt";
+  std::remove(file.c_str());
+  pid_t pid = fork();
+  if (pid == 0) {
+    unsetenv("NCCL_DEBUG");
+    unsetenv("NCCL_DEBUG_FILE");
+    ncclUniqueId id;
+    ncclComm_t comm;
+    if (ncclGetUniqueId(&id) != ncclSuccess || ncclCommInitRank(&comm, 1, id, 0) != ncclSuccess) _exit(1);
+    ncclCommDestroy(comm);
+    setenv("NCCL_DEBUG", "INFO", 1);
+    setenv("NCCL_DEBUG_SUBSYS", "INIT", 1);
+    setenv("NCCL_DEBUG_FILE", file.c_str(), 1);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    ncclResetDebugInit();  // deprecated in nccl.h, as in NCCL's, yet still what programs call
+#pragma GCC diagnostic pop
+    if (ncclGetUniqueId(&id) != ncclSuccess || ncclCommInitRank(&comm, 1, id, 0) != ncclSuccess) _exit(2);
+    ncclCommDestroy(comm);
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  const std::string text = readAndRemove(file);
+  EXPECT_NE(text.find("NCCL INFO"), std::string::npos) << "log after ncclResetDebugInit: " << text;
+  EXPECT_NE(text.find("Init COMPLETE"), std::string::npos) << text;
+}
+
 // MIXCCL_COMM_SECRET authenticates an NCCL_COMM_ID job; logs get pasted into bug reports, so its
 // value must never appear in one, even with every subsystem at INFO. The log must still say that
 // the knob is set (the line proves the value was read, so the test cannot pass vacuously).
