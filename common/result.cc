@@ -43,6 +43,7 @@ const std::string& lastQuietError() { return tQuietError; }
 
 const std::string& lastFailure() { return tQuiet > 0 ? tQuietError : tLastError; }
 void clearLastError() { tLastError.clear(); }
+void setLastError(const std::string& message) { tLastError = message; }
 
 const char* resultString(Result r) {
   switch (r) {

@@ -54,6 +54,9 @@ const std::string& lastFailure();
 // The last message recorded by fail() on this thread ("" when none).
 const std::string& lastError();
 void clearLastError();
+// Makes `message` this thread's last error without logging it: for a failure that happened (and
+// was logged) on another thread, so that the thread that learns of it can read why.
+void setLastError(const std::string& message);
 
 // Readable name of a result code, e.g. "remote process exited or there was a network error".
 const char* resultString(Result r);

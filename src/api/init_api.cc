@@ -405,7 +405,14 @@ MIXCCL_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t* a
     Communicator* c = nullptr;
     MIXCCL_TRY(checkOut("ncclCommGetAsyncError", asyncError, "asyncError"));
     MIXCCL_TRY(mixccl::api::lookupComm("ncclCommGetAsyncError", comm, &c));
-    *asyncError = mixccl::api::toNccl(c->asyncError());
+    const Result e = c->asyncError();
+    *asyncError = mixccl::api::toNccl(e);
+    // The failure was logged on the thread where it happened; this thread's ncclGetLastError
+    // should say why too (NCCL's last error is process-wide, so there it would).
+    if (e != Result::kSuccess && e != Result::kInProgress) {
+      const std::string message = c->asyncErrorMessage();
+      if (!message.empty()) mixccl::setLastError(message);
+    }
     return Result::kSuccess;
   });
 }
@@ -449,5 +456,6 @@ MIXCCL_API(const char*, ncclGetErrorString, ncclResult_t result) {
 
 MIXCCL_API(const char*, ncclGetLastError, ncclComm_t comm) {
   // Messages are kept per thread: the thread that got an error code reads its own explanation.
+  // ncclCommGetAsyncError hands an asynchronous failure's message to the thread that polls it.
   return mixccl::lastError().c_str();
 }

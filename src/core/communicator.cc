@@ -55,10 +55,20 @@ Result Communicator::create(const UniqueIdData& id, int nranks, int rank, const 
 void Communicator::setAsyncError(Result r) {
   int expected = static_cast<int>(Result::kSuccess);
   // Keep the first real error; kInProgress (initialising) may be replaced by anything.
-  if (!asyncError_.compare_exchange_strong(expected, static_cast<int>(r))) {
+  bool stored = asyncError_.compare_exchange_strong(expected, static_cast<int>(r));
+  if (!stored) {
     expected = static_cast<int>(Result::kInProgress);
-    asyncError_.compare_exchange_strong(expected, static_cast<int>(r));
+    stored = asyncError_.compare_exchange_strong(expected, static_cast<int>(r));
   }
+  if (stored && r != Result::kSuccess && r != Result::kInProgress) {
+    std::lock_guard<std::mutex> lock(asyncMessageMu_);
+    asyncMessage_ = lastFailure();
+  }
+}
+
+std::string Communicator::asyncErrorMessage() const {
+  std::lock_guard<std::mutex> lock(asyncMessageMu_);
+  return asyncMessage_;
 }
 
 // The arithmetic fingerprints of this rank's backend (arith_check.h). The process's backend lives

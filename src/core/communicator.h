@@ -138,7 +138,13 @@ class Communicator {
 
   // First error of a failed operation or of the init thread; kInProgress while initialising.
   Result asyncError() const { return static_cast<Result>(asyncError_.load(std::memory_order_acquire)); }
+  // Records r; the first real error also keeps this thread's last failure message, which every
+  // caller has just set with fail(), for asyncErrorMessage().
   void setAsyncError(Result r);
+  // Why asyncError() failed ("" while it has not). The error usually happens on the engine or
+  // init thread, while the program polls from another: ncclCommGetAsyncError hands this message
+  // to the polling thread's ncclGetLastError, as NCCL's process-wide last error would show it.
+  std::string asyncErrorMessage() const;
 
   // Sequence number of the next operation: collectives count per communicator, sends and
   // receives per peer, so the numbers agree across ranks however point-to-point calls interleave
@@ -273,6 +279,8 @@ class Communicator {
   std::atomic<bool> abort_{false};
   std::atomic<bool> revoked_{false};
   std::atomic<int> asyncError_{static_cast<int>(Result::kInProgress)};
+  mutable std::mutex asyncMessageMu_;
+  std::string asyncMessage_;  // guarded by asyncMessageMu_; set with the first real asyncError_
   std::atomic<int> calls_{0};
   std::atomic<bool> closed_{false};
   std::atomic<int> refs_{1};

@@ -190,6 +190,27 @@ TEST_F(ApiTest, OutOfRangeSlotKnobsFailInit) {
   }
 }
 
+// A non-blocking init fails on its own thread; the program learns of it from
+// ncclCommGetAsyncError on another. ncclGetLastError there must say why (NCCL's last error is
+// process-wide), not repeat an older message of the polling thread.
+TEST_F(ApiTest, AsyncInitFailureMessageReachesThePollingThread) {
+  setenv("MIXCCL_FIFO_DEPTH", "4294967297", 1);
+  config::resetForTesting();
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+  cfg.blocking = 0;
+  ncclComm_t comm = nullptr;
+  ncclResult_t e = ncclCommInitRankConfig(&comm, 1, id, 0, &cfg);
+  EXPECT_NE(ncclCommInitRank(nullptr, 1, id, 0), ncclSuccess);  // an older message on this thread
+  if (e == ncclSuccess || e == ncclInProgress) e = waitAsync(comm);
+  EXPECT_EQ(e, ncclInvalidArgument);
+  EXPECT_NE(std::string(ncclGetLastError(comm)).find("4294967297"), std::string::npos) << ncclGetLastError(comm);
+  if (comm != nullptr) (void)ncclCommDestroy(comm);
+  unsetenv("MIXCCL_FIFO_DEPTH");
+  config::resetForTesting();
+}
+
 TEST_F(ApiTest, BadArgumentsAreRejectedWithMessages) {
   ncclUniqueId id;
   ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
