@@ -29,9 +29,11 @@ extern "C" {
  * needs. The same report is logged when a wait reaches MIXCCL_TIMEOUT and, with
  * MIXCCL_DUMP_ON_SIGNAL=1, on SIGUSR1.
  *
- * buf == NULL: the report is logged at WARN (NCCL_DEBUG_FILE or stdout, whatever NCCL_DEBUG says).
- * Otherwise it is copied into buf, truncated to bufSize - 1 bytes and NUL-terminated; *needed (if
- * not NULL) receives the full length plus one, so a caller can retry with a larger buffer.
+ * buf == NULL and needed == NULL: the report is logged at WARN (NCCL_DEBUG_FILE or stdout, whatever
+ * NCCL_DEBUG says). buf == NULL and needed != NULL: a size query, as snprintf(NULL, 0, ...); only
+ * *needed is written. Otherwise the report is copied into buf, truncated to bufSize - 1 bytes and
+ * NUL-terminated; *needed (if not NULL) receives the full length plus one, so a caller can retry
+ * with a larger buffer.
  *
  * Safe to call from any thread, also while another thread is blocked in a call on comm, which is
  * the point. Returns ncclInvalidArgument for a bad handle or bufSize 0 with a buffer, and

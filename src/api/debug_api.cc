@@ -27,12 +27,13 @@ extern "C" __attribute__((visibility("default"))) ncclResult_t mixcclCommHangRep
                           "ncclCommGetAsyncError says why",
                           c->rank());
     }
-    if (buf == nullptr) {
+    if (buf == nullptr && needed == nullptr) {
       mixccl::hang::logReport(*c, "requested");
       return Result::kSuccess;
     }
     const std::string text = c->board().report(*c, "requested");
     if (needed != nullptr) *needed = text.size() + 1;
+    if (buf == nullptr) return Result::kSuccess;  // a size query, as snprintf(NULL, 0, ...)
     const size_t n = std::min(text.size(), bufSize - 1);
     memcpy(buf, text.data(), n);
     buf[n] = '\0';

@@ -162,7 +162,18 @@ void installSignalDump() {
     sa.sa_handler = onSignal;
     sa.sa_flags = SA_RESTART;
     sigemptyset(&sa.sa_mask);
-    sigaction(SIGUSR1, &sa, nullptr);
+    struct sigaction previous = {};
+    sigaction(SIGUSR1, &sa, &previous);
+    // The user asked for this knob, but the application's own SIGUSR1 handler stops working
+    // now: say so rather than take it over in silence.
+    const bool hadHandler = (previous.sa_flags & SA_SIGINFO) != 0
+                                ? previous.sa_sigaction != nullptr
+                                : previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN;
+    if (hadHandler) {
+      MIXCCL_WARN(
+          "MIXCCL_DUMP_ON_SIGNAL: replaced the process's own SIGUSR1 handler; SIGUSR1 now only logs hang "
+          "reports (unset MIXCCL_DUMP_ON_SIGNAL to keep the application's handler)");
+    }
     MIXCCL_INFO(log::kInit, "MIXCCL_DUMP_ON_SIGNAL: SIGUSR1 logs a hang report of every communicator of pid %d",
                 getpid());
   });

@@ -101,6 +101,13 @@ TEST(HangReport, RejectsBadArguments) {
     ASSERT_EQ(mixcclCommHangReport(comm, buf, sizeof(buf), &needed), ncclSuccess);
     EXPECT_EQ(strlen(buf), sizeof(buf) - 1);  // truncated, terminated
     EXPECT_GT(needed, sizeof(buf));
+    // A size query (NULL buffer, as snprintf): the length, and a buffer of it holds all of it.
+    size_t queried = 0;
+    ASSERT_EQ(mixcclCommHangReport(comm, nullptr, 0, &queried), ncclSuccess);
+    EXPECT_EQ(queried, needed);
+    std::vector<char> whole(queried);
+    ASSERT_EQ(mixcclCommHangReport(comm, whole.data(), whole.size(), &needed), ncclSuccess);
+    EXPECT_EQ(strlen(whole.data()) + 1, needed);
   });
 }
 
@@ -192,6 +199,24 @@ TEST(HangReport, SigUsr1DumpsEveryCommunicatorWhenEnabled) {
       << out;
   EXPECT_TRUE(contains(out, "waiting in: AllReduce (seq 1, 1 x float32)")) << out;
   EXPECT_TRUE(contains(out, "last issued seq 0, last completed seq 0; not blocked")) << out;
+}
+
+void applicationHandler(int) {}
+
+// The knob takes SIGUSR1 over; an application that had its own handler is told so.
+TEST(HangReport, TakingOverAnApplicationsSigUsr1HandlerIsLogged) {
+  const std::string out = inChild({{"MIXCCL_DUMP_ON_SIGNAL", "1"}, {"NCCL_DEBUG", "WARN"}}, [] {
+    struct sigaction sa = {};
+    sa.sa_handler = applicationHandler;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGUSR1, &sa, nullptr) != 0) return 6;
+    ncclComm_t comm = nullptr;
+    if (ncclCommInitAll(&comm, 1, nullptr) != ncclSuccess) return 7;
+    ncclCommDestroy(comm);
+    fflush(stdout);
+    return 0;
+  });
+  EXPECT_TRUE(contains(out, "NCCL WARN MIXCCL_DUMP_ON_SIGNAL: replaced the process's own SIGUSR1 handler")) << out;
 }
 
 }  // namespace
