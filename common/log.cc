@@ -8,6 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <climits>
 #include <cstdarg>
 #include <cstring>
 #include <mutex>
@@ -28,7 +29,7 @@ std::once_flag gInitOnce;
 std::mutex gMutex;  // guards gLogger replacement
 std::shared_ptr<spdlog::logger> gLogger;
 thread_local int tRank MIXCCL_TLS_FAST = -1;
-char gHost[64] = "";
+char gHost[HOST_NAME_MAX + 1] = "";  // a name of HOST_NAME_MAX (64) characters keeps its last one
 
 struct SubsysName {
   const char* name;
@@ -93,7 +94,7 @@ std::string expandPath(const std::string& pattern) {
 // so that a program can change NCCL_DEBUG* after the library read them).
 void load(bool fresh) {
   auto get = [fresh](config::Knob k) { return fresh ? config::getStringFresh(k) : config::getString(k); };
-  gethostname(gHost, sizeof(gHost) - 1);
+  gethostname(gHost, sizeof(gHost) - 1);  // the last byte stays the terminator
   if (char* dot = strchr(gHost, '.')) *dot = '\0';
   const Level level = parseLevel(get(config::Knob::kDebug));
   gSubsys.store(parseSubsys(get(config::Knob::kDebugSubsys)), std::memory_order_relaxed);

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <nccl.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -75,6 +76,32 @@ TEST(LogTest, InfoLinesHaveNcclShapeAndFilePatternExpands) {
   // NCCL's banner shape, then our own version: "NCCL version 2.28.9+mixccl-0.3.0 (git abc1234, host backend)".
   EXPECT_TRUE(std::regex_search(text, std::regex("NCCL version 2\\.28\\.9\\+mixccl-[0-9]+\\.[0-9]+\\.[0-9]+ \\(")))
       << text;
+}
+
+// Linux allows host names of HOST_NAME_MAX (64) characters; the line prefix keeps all of them.
+// The child renames its own UTS namespace, which needs CAP_SYS_ADMIN (CI runs as root).
+TEST(LogTest, ALongestHostNameIsKeptWhole) {
+  const std::string name = std::string(63, 'h') + "z";
+  const std::string file = ::testing::TempDir() + "/mixccl_log_hostname_" + std::to_string(getpid()) + ".txt";
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (unshare(CLONE_NEWUTS) != 0 || sethostname(name.c_str(), name.size()) != 0) _exit(77);
+    setenv("NCCL_DEBUG", "INFO", 1);
+    setenv("NCCL_DEBUG_FILE", file.c_str(), 1);
+    ncclComm_t comm = nullptr;
+    if (ncclCommInitAll(&comm, 1, nullptr) != ncclSuccess) _exit(1);
+    ncclCommDestroy(comm);
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 77) GTEST_SKIP() << "cannot rename the host (needs CAP_SYS_ADMIN)";
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+  std::ifstream in(file);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::remove(file.c_str());
+  EXPECT_TRUE(std::regex_search(ss.str(), std::regex("(^|\n)" + name + ":[0-9]+:[0-9]+ .*NCCL INFO"))) << ss.str();
 }
 
 TEST(LogTest, SubsystemFilterAndWarnLevel) {
