@@ -98,6 +98,14 @@ class Supervisor {
       sigaction(sig, nullptr, &old);
       if (old.sa_handler != SIG_IGN) sigaddset(&mask, sig);
     }
+    // Job control: the ranks run in process groups of their own, so a terminal's Ctrl-Z (SIGTSTP)
+    // and a shell's `fg`/`bg` (SIGCONT) reach only this process; it passes them on (onSignals).
+    // SIGCONT continues this process whatever its mask, and then arrives here to be forwarded.
+    for (int sig : {SIGTSTP, SIGCONT}) {
+      struct sigaction old;
+      sigaction(sig, nullptr, &old);
+      if (old.sa_handler != SIG_IGN) sigaddset(&mask, sig);
+    }
     // An ignored SIGCHLD would make the kernel reap ranks before we see how they ended.
     signal(SIGCHLD, SIG_DFL);
     struct sigaction ignore {};
@@ -223,6 +231,13 @@ class Supervisor {
       int sig = static_cast<int>(info.ssi_signo);
       if (sig == SIGCHLD) {
         reap();
+        continue;
+      }
+      if (sig == SIGTSTP) {
+        // Stop the ranks (SIGSTOP: a rank may catch SIGTSTP), then ourselves, as a job of one
+        // process would stop; the shell's SIGCONT brings us back and is forwarded below.
+        if (anyRunning()) signalRanks(SIGSTOP);
+        kill(getpid(), SIGSTOP);
         continue;
       }
       if (!anyRunning()) continue;

@@ -38,7 +38,8 @@ constexpr const char* kUsage =
     "\n"
     "SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 are forwarded to every rank. If a rank\n"
     "fails, the others get SIGTERM, then SIGKILL after the grace period; the exit status is the\n"
-    "failing rank's (128+signal if it died from a signal).\n";
+    "failing rank's (128+signal if it died from a signal). SIGTSTP (Ctrl-Z) stops every rank and\n"
+    "mixcclrun; SIGCONT (fg, bg) continues them.\n";
 
 std::optional<double> parseSeconds(std::string_view text) {
   std::string s(text);

@@ -203,6 +203,28 @@ huge_limits)
   wait $pid
   expect_rc $? 0
   ;;
+job_control)
+  # Ctrl-Z: the ranks (process groups of their own) stop with the launcher, and SIGCONT continues
+  # them all. A rank counts ticks into a file; a stopped one adds none.
+  "$run" -np 2 sh -c 'i=0; while [ ! -e $D/go ]; do i=$((i+1)); echo $i > $D/tick.$RANK; sleep 0.05; done' \
+    >"$dir/out" 2>"$dir/err" &
+  pid=$!
+  wait_files "$dir"/tick.{0,1}
+  kill -TSTP $pid
+  stopped() { grep -q '^[^)]*) T' /proc/$1/stat 2>/dev/null; }
+  for _ in $(seq 100); do stopped $pid && break; sleep 0.1; done
+  stopped $pid || fail "mixcclrun did not stop on SIGTSTP"
+  sleep 0.3  # a tick begun before the stop lands first
+  before=$(cat "$dir"/tick.0 "$dir"/tick.1)
+  sleep 0.5
+  [ "$(cat "$dir"/tick.0 "$dir"/tick.1)" = "$before" ] || fail "a rank kept running while the job was stopped"
+  kill -CONT $pid
+  for _ in $(seq 100); do [ "$(cat "$dir"/tick.0 "$dir"/tick.1)" != "$before" ] && break; sleep 0.1; done
+  [ "$(cat "$dir"/tick.0 "$dir"/tick.1)" != "$before" ] || fail "the ranks did not continue after SIGCONT"
+  touch "$dir/go"
+  wait $pid
+  expect_rc $? 0
+  ;;
 tag_output)
   "$run" -np 2 --tag-output sh -c 'echo a$RANK; echo b$RANK >&2; seq 20000; printf tail$RANK' \
     >"$dir/out" 2>"$dir/err"
