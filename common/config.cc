@@ -148,11 +148,17 @@ int64_t parseInt(const char* text, bool* okOut) {
   return v;
 }
 
+// A knob's environment variable when it is set to something, else nullptr (empty means unset).
+const char* envValue(const KnobDecl& d) {
+  const char* env = getenv(d.env);
+  return env != nullptr && *env != '\0' ? env : nullptr;
+}
+
 void load(Cache* c) {
   for (size_t i = 0; i < std::size(kTable); ++i) {
     const KnobDecl& d = kTable[i];
-    const char* env = getenv(d.env);
-    bool useEnv = env != nullptr && *env != '\0';
+    const char* env = envValue(d);
+    const bool useEnv = env != nullptr;
     c->strings[i] = useEnv ? env : d.defaultValue;
     c->isDefault[i] = !useEnv || c->strings[i] == d.defaultValue;
     if (d.type != Type::kString) {
@@ -197,8 +203,8 @@ const char* name(Knob k) { return kTable[static_cast<size_t>(k)].env; }
 
 std::string getStringFresh(Knob k) {
   const KnobDecl& d = kTable[static_cast<size_t>(k)];
-  const char* env = getenv(d.env);
-  return env != nullptr && *env != '\0' ? env : d.defaultValue;
+  const char* env = envValue(d);
+  return env != nullptr ? env : d.defaultValue;
 }
 
 void resetForTesting() {

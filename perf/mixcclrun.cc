@@ -93,19 +93,17 @@ class Supervisor {
     sigaddset(&mask, SIGCHLD);
     // A signal we inherited as ignored (nohup, a shell's background job) stays ignored, for us
     // and for the ranks, as it would without a launcher in between.
-    for (int sig : kForwardedSignals) {
+    auto takeUnlessIgnored = [&mask](int sig) {
       struct sigaction old;
       sigaction(sig, nullptr, &old);
       if (old.sa_handler != SIG_IGN) sigaddset(&mask, sig);
-    }
+    };
+    for (int sig : kForwardedSignals) takeUnlessIgnored(sig);
     // Job control: the ranks run in process groups of their own, so a terminal's Ctrl-Z (SIGTSTP)
     // and a shell's `fg`/`bg` (SIGCONT) reach only this process; it passes them on (onSignals).
     // SIGCONT continues this process whatever its mask, and then arrives here to be forwarded.
-    for (int sig : {SIGTSTP, SIGCONT}) {
-      struct sigaction old;
-      sigaction(sig, nullptr, &old);
-      if (old.sa_handler != SIG_IGN) sigaddset(&mask, sig);
-    }
+    takeUnlessIgnored(SIGTSTP);
+    takeUnlessIgnored(SIGCONT);
     // An ignored SIGCHLD would make the kernel reap ranks before we see how they ended.
     signal(SIGCHLD, SIG_DFL);
     struct sigaction ignore {};

@@ -123,20 +123,17 @@ std::optional<int> parseOptions(const CollDesc& desc, int argc, char** argv, Opt
                  o->stepFactor);
     return 2;
   }
-  if (!mem.empty()) {
-    if (auto n = parseSize(mem)) {
-      o->aggIters = static_cast<int>(*n);
+  // Either option names a buffer kind; a number means what nccl-tests' option of that name does.
+  auto kindOrNumber = [o](const std::string& text, int* number) {
+    if (text.empty()) return;
+    if (auto n = parseSize(text)) {
+      *number = static_cast<int>(*n);
     } else {
-      o->memory = mem;
+      o->memory = text;
     }
-  }
-  if (!memLong.empty()) {
-    if (auto n = parseSize(memLong)) {
-      memReport = static_cast<int>(*n);
-    } else {
-      o->memory = memLong;
-    }
-  }
+  };
+  kindOrNumber(mem, &o->aggIters);
+  kindOrNumber(memLong, &memReport);
   if (memReport != 0) {
     std::fprintf(stderr,
                  "-M/--memory %d: nccl-tests' memory usage report is not implemented (here -m/--memory names the "

@@ -48,11 +48,18 @@ std::unordered_map<uintptr_t, Registration> gRegistrations;
 uintptr_t gRegCount = 0;
 
 // `outName` / `handleName` are the parameter names of the calling entry point, for messages.
+// `emptyIsNull`: a registration of no bytes hands out NULL and records nothing (windows: NCCL
+// 2.28.9 registers nothing there and returns success; NULL is what deregistering then takes back,
+// and newer NCCLs set *win to NULL too).
 Result makeRegistration(const char* fn, const char* outName, ncclComm_t comm, void* buff, size_t size,
-                        ncclWindow_t* out) {
+                        ncclWindow_t* out, bool emptyIsNull) {
   Communicator* c = nullptr;
   MIXCCL_TRY(mixccl::api::lookupComm(fn, comm, &c));
   if (out == nullptr) return fail(Result::kInvalidArgument, "%s: %s (output pointer) is NULL", fn, outName);
+  if (size == 0 && emptyIsNull) {
+    *out = nullptr;
+    return Result::kSuccess;
+  }
   if (buff == nullptr && size > 0) return fail(Result::kInvalidArgument, "%s: buff is NULL with size %zu", fn, size);
   // Host buffers need no pinning for the shm and TCP transports: the registration records the
   // range, and the RDMA transport registers it with the device when a message first uses it
@@ -148,7 +155,8 @@ MIXCCL_API(ncclResult_t, ncclMemFree, void* ptr) {
 MIXCCL_API(ncclResult_t, ncclCommRegister, const ncclComm_t comm, void* buff, size_t size, void** handle) {
   return apiGuard("ncclCommRegister", [&]() -> Result {
     ncclWindow_t reg = nullptr;
-    MIXCCL_TRY(makeRegistration("ncclCommRegister", "handle", comm, buff, size, handle == nullptr ? nullptr : &reg));
+    MIXCCL_TRY(makeRegistration("ncclCommRegister", "handle", comm, buff, size, handle == nullptr ? nullptr : &reg,
+                                /*emptyIsNull=*/false));
     *handle = reg;
     return Result::kSuccess;
   });
@@ -164,16 +172,7 @@ MIXCCL_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, si
     if (winFlags != NCCL_WIN_DEFAULT && winFlags != NCCL_WIN_COLL_SYMMETRIC) {
       return fail(Result::kInvalidArgument, "ncclCommWindowRegister: unknown winFlags 0x%x", winFlags);
     }
-    // A window over no bytes: NCCL 2.28.9 registers nothing and returns success, so code that
-    // registers whatever it has (possibly nothing) works there; NULL is what deregistering then
-    // takes back (newer NCCLs set *win to NULL here too).
-    if (size == 0 && win != nullptr) {
-      Communicator* c = nullptr;
-      MIXCCL_TRY(mixccl::api::lookupComm("ncclCommWindowRegister", comm, &c));
-      *win = nullptr;
-      return Result::kSuccess;
-    }
-    return makeRegistration("ncclCommWindowRegister", "win", comm, buff, size, win);
+    return makeRegistration("ncclCommWindowRegister", "win", comm, buff, size, win, /*emptyIsNull=*/true);
   });
 }
 
