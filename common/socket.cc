@@ -269,10 +269,16 @@ Result findListenAddress(SocketAddress* out, std::string* ifname) {
     i.name = ifa->ifa_name;
     i.flags = ifa->ifa_flags;
     copyAddress(ifa->ifa_addr, &i.addr);
+    if (ifa->ifa_netmask != nullptr && ifa->ifa_netmask->sa_family == fam) copyAddress(ifa->ifa_netmask, &i.netmask);
     ifs.push_back(std::move(i));
   }
   freeifaddrs(list);
-  const int best = chooseInterface(ifs, spec, wantFamily);
+  // The bootstrap root's address, when NCCL_COMM_ID names it, hints at the network to use. One
+  // that does not parse hints nothing: the bootstrap reports it when it connects.
+  SocketAddress root;
+  const std::string& commId = config::getString(config::Knob::kCommId);
+  const bool haveRoot = !commId.empty() && parseHostPort(commId, &root) == Result::kSuccess;
+  const int best = chooseInterface(ifs, spec, wantFamily, haveRoot ? &root : nullptr);
   if (best < 0) {
     return fail(Result::kSystemError,
                 "no usable network interface matches NCCL_SOCKET_IFNAME='%s' NCCL_SOCKET_FAMILY='%s'; list "
@@ -287,16 +293,63 @@ Result findListenAddress(SocketAddress* out, std::string* ifname) {
   return Result::kSuccess;
 }
 
-int chooseInterface(const std::vector<InterfaceAddress>& ifs, const std::string& spec, int family) {
-  NameFilter filter = NameFilter::parse(spec, /*withPorts=*/false);
-  // The default skips loopback and the bridges container runtimes and VMs create, which are up
-  // but reach no other host.
-  NameFilter defaultFilter = NameFilter::parse("^docker,lo,virbr", /*withPorts=*/false);
-  // Pass 0 honours the filter; pass 1 (default policy only) falls back to loopback. Within a
-  // pass IPv4 wins over IPv6 unless NCCL_SOCKET_FAMILY says otherwise.
-  int best = -1;
-  for (int pass = 0; pass < 2 && best < 0; ++pass) {
-    if (pass == 1 && !filter.useDefault) break;
+namespace {
+
+// Whether `addr` lies in the subnet of interface `i` (its address and netmask).
+bool sameSubnet(const InterfaceAddress& i, const SocketAddress& addr) {
+  if (i.addr.family() != addr.family() || i.netmask.family() != addr.family()) return false;
+  const uint8_t* a = nullptr;
+  const uint8_t* b = nullptr;
+  const uint8_t* m = nullptr;
+  size_t n = 0;
+  if (addr.family() == AF_INET) {
+    a = reinterpret_cast<const uint8_t*>(&reinterpret_cast<const sockaddr_in*>(&i.addr.storage)->sin_addr);
+    b = reinterpret_cast<const uint8_t*>(&reinterpret_cast<const sockaddr_in*>(&addr.storage)->sin_addr);
+    m = reinterpret_cast<const uint8_t*>(&reinterpret_cast<const sockaddr_in*>(&i.netmask.storage)->sin_addr);
+    n = 4;
+  } else if (addr.family() == AF_INET6) {
+    a = reinterpret_cast<const uint8_t*>(&reinterpret_cast<const sockaddr_in6*>(&i.addr.storage)->sin6_addr);
+    b = reinterpret_cast<const uint8_t*>(&reinterpret_cast<const sockaddr_in6*>(&addr.storage)->sin6_addr);
+    m = reinterpret_cast<const uint8_t*>(&reinterpret_cast<const sockaddr_in6*>(&i.netmask.storage)->sin6_addr);
+    n = 16;
+  } else {
+    return false;
+  }
+  for (size_t k = 0; k < n; ++k) {
+    if ((a[k] & m[k]) != (b[k] & m[k])) return false;
+  }
+  return true;
+}
+
+bool hasPrefix(const std::string& name, const char* prefix) { return name.rfind(prefix, 0) == 0; }
+
+}  // namespace
+
+int chooseInterface(const std::vector<InterfaceAddress>& ifs, const std::string& spec, int family,
+                    const SocketAddress* root) {
+  const NameFilter filter = NameFilter::parse(spec, /*withPorts=*/false);
+  // Without NCCL_SOCKET_IFNAME, NCCL's order of preference (ncclFindInterfaces): IPoIB first (a
+  // cluster's fast fabric), then the interface on the bootstrap root's subnet (NCCL_COMM_ID: the
+  // one the job's ranks surely reach each other on), then anything but loopback and the bridges
+  // container runtimes and VMs create (up, but reaching no other host), then those: docker,
+  // loopback, virbr. The first class with a usable interface decides, so the ranks of a job on
+  // alike hosts land on the same network.
+  const NameFilter others = NameFilter::parse("^docker,lo,virbr", /*withPorts=*/false);
+  const std::vector<std::function<bool(const InterfaceAddress&)>> defaults = {
+      [](const InterfaceAddress& i) { return (i.flags & IFF_LOOPBACK) == 0 && hasPrefix(i.name, "ib"); },
+      [&](const InterfaceAddress& i) {
+        return root != nullptr && (i.flags & IFF_LOOPBACK) == 0 && sameSubnet(i, *root);
+      },
+      [&](const InterfaceAddress& i) { return (i.flags & IFF_LOOPBACK) == 0 && others.accepts(i.name.c_str()); },
+      [](const InterfaceAddress& i) { return (i.flags & IFF_LOOPBACK) == 0 && hasPrefix(i.name, "docker"); },
+      [](const InterfaceAddress& i) { return (i.flags & IFF_LOOPBACK) != 0 || hasPrefix(i.name, "lo"); },
+      [](const InterfaceAddress& i) { return hasPrefix(i.name, "virbr"); },
+  };
+  const std::vector<std::function<bool(const InterfaceAddress&)>> chosen = {
+      [&](const InterfaceAddress& i) { return filter.accepts(i.name.c_str()); }};
+  // Within a class IPv4 wins over IPv6 unless NCCL_SOCKET_FAMILY says otherwise.
+  for (const auto& accepts : filter.useDefault ? defaults : chosen) {
+    int best = -1;
     for (size_t k = 0; k < ifs.size(); ++k) {
       const InterfaceAddress& i = ifs[k];
       if ((i.flags & IFF_UP) == 0 || (i.flags & IFF_RUNNING) == 0) continue;
@@ -305,18 +358,13 @@ int chooseInterface(const std::vector<InterfaceAddress>& ifs, const std::string&
       if (family != AF_UNSPEC && fam != family) continue;
       // Link-local IPv6 needs a scope id, which the 20-byte wire address does not carry.
       if (fam == AF_INET6 && isLinkLocalV6(reinterpret_cast<const sockaddr*>(&i.addr.storage))) continue;
-      const bool loopback = (i.flags & IFF_LOOPBACK) != 0;
-      if (filter.useDefault) {
-        if (pass == 0 && (loopback || !defaultFilter.accepts(i.name.c_str()))) continue;
-        if (pass == 1 && !loopback) continue;
-      } else if (!filter.accepts(i.name.c_str())) {
-        continue;
-      }
+      if (!accepts(i)) continue;
       if (best < 0 || (ifs[best].addr.family() == AF_INET6 && fam == AF_INET)) best = static_cast<int>(k);
       if (fam == AF_INET) break;
     }
+    if (best >= 0) return best;
   }
-  return best;
+  return -1;
 }
 
 Socket::~Socket() { close(); }

@@ -47,7 +47,7 @@ Result parseHostPort(const std::string& text, SocketAddress* out);
 
 // The address this process should listen on: the first matching interface of NCCL_SOCKET_IFNAME
 // (prefix list, "^" excludes, "=" exact) and NCCL_SOCKET_FAMILY (AF_INET/AF_INET6); by default
-// the first non-loopback interface that is up, else loopback. Port is 0.
+// NCCL's order of preference (chooseInterface). Port is 0.
 Result findListenAddress(SocketAddress* out, std::string* ifname);
 
 // One address of one interface, as getifaddrs() lists it.
@@ -55,13 +55,17 @@ struct InterfaceAddress {
   std::string name;
   unsigned flags = 0;  // IFF_*
   SocketAddress addr;
+  SocketAddress netmask;  // family AF_UNSPEC when unknown
 };
 
 // The choice findListenAddress() makes among `ifs` (in getifaddrs() order) for an
 // NCCL_SOCKET_IFNAME spec and a family (AF_UNSPEC, AF_INET, AF_INET6): an index into `ifs`, or -1
 // when none qualifies. Only interfaces that are up and running (carrier present) qualify, as in
 // NCCL: an unplugged port often keeps its static address, and listening there reaches nobody.
-int chooseInterface(const std::vector<InterfaceAddress>& ifs, const std::string& spec, int family);
+// Without a spec the choice follows NCCL's classes in order: "ib*", the subnet of `root` (the
+// NCCL_COMM_ID address, or nullptr), all but docker/lo/virbr, docker, loopback, virbr.
+int chooseInterface(const std::vector<InterfaceAddress>& ifs, const std::string& spec, int family,
+                    const SocketAddress* root = nullptr);
 
 // Liveness of TCP connections (MIXCCL_NET_TIMEOUT; docs/DEBUGGING.md, "Network faults").
 //

@@ -192,6 +192,44 @@ TEST(ChooseInterface, PrefersIpv4AndHonoursTheFamily) {
   EXPECT_EQ(chooseInterface(ifs, "=docker0", AF_UNSPEC), 2);
 }
 
+InterfaceAddress ifaceWithMask(const char* name, const char* hostPort, const char* maskPort) {
+  InterfaceAddress i = iface(name, IFF_UP | IFF_RUNNING, hostPort);
+  EXPECT_EQ(parseHostPort(maskPort, &i.netmask), Result::kSuccess);
+  return i;
+}
+
+// Without NCCL_SOCKET_IFNAME the choice follows NCCL's classes in order: IPoIB, the bootstrap
+// root's subnet, anything but docker/lo/virbr, then docker, loopback and virbr.
+TEST(ChooseInterface, FollowsNcclsDefaultOrder) {
+  const std::vector<InterfaceAddress> ifs = {
+      iface("lo", IFF_UP | IFF_RUNNING | IFF_LOOPBACK, "127.0.0.1:0"),
+      ifaceWithMask("eth0", "192.168.1.5:0", "255.255.255.0:0"),
+      ifaceWithMask("eth1", "10.1.0.7:0", "255.255.0.0:0"),
+      ifaceWithMask("ib0", "10.9.0.7:0", "255.255.0.0:0"),
+      ifaceWithMask("docker0", "172.17.0.1:0", "255.255.0.0:0"),
+      ifaceWithMask("virbr0", "192.168.122.1:0", "255.255.255.0:0"),
+  };
+  SocketAddress root;
+  ASSERT_EQ(parseHostPort("10.1.200.3:29500", &root), Result::kSuccess);
+  EXPECT_EQ(chooseInterface(ifs, "", AF_UNSPEC, &root), 3);  // IPoIB before all else
+  const std::vector<InterfaceAddress> noIb = {ifs[0], ifs[1], ifs[2], ifs[4], ifs[5]};
+  EXPECT_EQ(chooseInterface(noIb, "", AF_UNSPEC, &root), 2);    // eth1 holds the root's subnet
+  EXPECT_EQ(chooseInterface(noIb, "", AF_UNSPEC, nullptr), 1);  // else the first ordinary one
+  SocketAddress elsewhere;
+  ASSERT_EQ(parseHostPort("10.2.0.1:29500", &elsewhere), Result::kSuccess);
+  EXPECT_EQ(chooseInterface(noIb, "", AF_UNSPEC, &elsewhere), 1);
+  // A root on the docker bridge's subnet picks the bridge, as NCCL does.
+  SocketAddress onBridge;
+  ASSERT_EQ(parseHostPort("172.17.0.2:29500", &onBridge), Result::kSuccess);
+  EXPECT_EQ(chooseInterface(noIb, "", AF_UNSPEC, &onBridge), 3);
+  // No ordinary interface: docker before loopback before virbr.
+  EXPECT_EQ(chooseInterface({ifs[0], ifs[4], ifs[5]}, "", AF_UNSPEC), 1);
+  EXPECT_EQ(chooseInterface({ifs[5], ifs[0]}, "", AF_UNSPEC), 1);
+  EXPECT_EQ(chooseInterface({ifs[5]}, "", AF_UNSPEC), 0);
+  // NCCL_SOCKET_IFNAME overrides all of it.
+  EXPECT_EQ(chooseInterface(ifs, "eth", AF_UNSPEC, &root), 1);
+}
+
 TEST(Socket, SendRecvLargeBuffer) {
   Socket client, server;
   ASSERT_NO_FATAL_FAILURE(makePair(&client, &server));
