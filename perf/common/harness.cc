@@ -174,7 +174,7 @@ class RankRunner {
     // same verdict and exit status.
     const double avgBusbw = bwCount ? bwSum / bwCount : 0;
     const std::optional<bool> bwOk = bandwidthVerdict(avgBusbw);
-    if (printer()) printFooter(errors, avgBusbw, bwOk);
+    if (printer()) printFooter(std::string(d_.name) + "_perf", errors, avgBusbw, bwOk);
     sync();
     for (Registered& r : regs_) unregister(r);
     for (RankMemory::Buffer* b : {&send_, &recv_, &inPlace_}) mem_->release(*b);
@@ -235,7 +235,7 @@ class RankRunner {
                       std::to_string(o_.nThreads) + " threads");
       if (!job_.rendezvous.empty()) notes.push_back(job_.rendezvous);
     }
-    printPreamble(o_, lines, notes);
+    printPreamble(o_, std::string(d_.name) + "_perf", lines, notes);
   }
 
   void barrier() { PERF_NCCL(rank_, ncclAllReduce(&scratch_, &scratch_, 1, ncclFloat64, ncclSum, comm_, nullptr)); }

@@ -41,12 +41,14 @@ struct Row {
   Cell ip;
 };
 
-void printPreamble(const Options& o, const std::vector<RankLine>& ranks, const std::vector<std::string>& notes);
+// `program`: the tool's name (all_reduce_perf), for the "Collective test starting/concluded" lines.
+void printPreamble(const Options& o, const std::string& program, const std::vector<RankLine>& ranks,
+                   const std::vector<std::string>& notes);
 void printTableHeader();
 void printRow(const Row& row);
 // errors: (row, placement) pairs with wrong elements; avgBusbw over every printed cell; bwOk: the
 // verdict of NCCL_TESTS_MIN_BW (printed after the bandwidth), empty when that variable is unset.
-void printFooter(int errors, double avgBusbw, std::optional<bool> bwOk);
+void printFooter(const std::string& program, int errors, double avgBusbw, std::optional<bool> bwOk);
 
 // A time in microseconds as nccl-tests prints it: 7 wide, 2, 1 or 0 decimals by magnitude.
 std::string formatTime(double us);

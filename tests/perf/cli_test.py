@@ -86,6 +86,9 @@ res = nccltests_output.parse(p.stdout) if p.returncode == 0 else None
 expect("sizes, -i, -m N", res and res["preamble"]["minBytes"] == 1024 and res["preamble"]["maxBytes"] == 3072
        and res["preamble"]["stepKind"] == "bytes" and res["preamble"]["step"] == 1024 and res["preamble"]["agg"] == 2
        and res["preamble"]["iters"] == 3 and [r["size"] for r in res["rows"]] == [1024, 2048, 3072], p)
+# nccl-tests' version line and the markers scripts split logs at, naming the tool and the library.
+expect("version and test markers", res and res["version"] == {"tests": "2.17.6", "headers": 22809, "library": 22809}
+       and res["starting"] == "all_reduce_perf" and res["concluded"] == "all_reduce_perf", p)
 # nccl-tests' --memory is its -M (memory usage report), not -m: a number there must not become agg iters.
 refused("--memory 4", run("all_reduce", "--memory", "4"), "memory usage report is not implemented")
 refused("-M 1", run("all_reduce", "-M", "1"), "memory usage report is not implemented")

@@ -12,6 +12,9 @@ ROW_FIELDS = ("size", "count", "type", "redop", "root",
 # %12li  %12li  %8s  %6s  %6i, then twice "  %7s  %6.2f  %6.2f  %5g|N/A" (fields here fit their width).
 ROW_WIDTH = 12 + 2 + 12 + 2 + 8 + 2 + 6 + 2 + 6 + 2 * (2 + 7 + 2 + 6 + 2 + 6 + 2 + 5)
 
+VERSION = re.compile(r"^# nccl-tests version (\S+) \([^)]*\) nccl-headers=(\d+) nccl-library=(\d+)$")
+STARTING = re.compile(r"^# Collective test starting: (\w+_perf)$")
+CONCLUDED = re.compile(r"^# Collective test concluded: (\w+_perf)$")
 PREAMBLE = re.compile(
     r"^# nThread (\d+) nGpus (\d+) minBytes (\d+) maxBytes (\d+) step: (\d+)\((factor|bytes)\) "
     r"warmup iters: (\d+) iters: (\d+) agg iters: (\d+) validation: (\d+) graph: (\d+)$")
@@ -35,7 +38,8 @@ def time_ok(text):
 
 def parse(text):
     """Returns {"preamble": {...}, "devices": [...], "rows": [...], "oob": (n, ok), "avg_busbw": x}."""
-    out = {"preamble": None, "devices": [], "rows": [], "oob": None, "avg_busbw": None, "headers": 0}
+    out = {"version": None, "starting": None, "concluded": None, "preamble": None, "devices": [], "rows": [],
+           "oob": None, "avg_busbw": None, "headers": 0}
     for line in text.splitlines():
         if not line.startswith("#"):
             if not line.strip():
@@ -60,7 +64,19 @@ def parse(text):
                 row[f"{g}_wrong"] = None if w == "N/A" else int(w)
             out["rows"].append(row)
             continue
-        if m := PREAMBLE.match(line):
+        if m := VERSION.match(line):
+            if out["preamble"] is not None:
+                raise FormatError("the '# nccl-tests version' line comes after the preamble")
+            out["version"] = {"tests": m[1], "headers": int(m[2]), "library": int(m[3])}
+        elif m := STARTING.match(line):
+            if out["version"] is None or out["preamble"] is not None:
+                raise FormatError("'# Collective test starting' must follow the version line, before the preamble")
+            out["starting"] = m[1]
+        elif m := CONCLUDED.match(line):
+            if out["avg_busbw"] is None:
+                raise FormatError("'# Collective test concluded' comes before the footer")
+            out["concluded"] = m[1]
+        elif m := PREAMBLE.match(line):
             keys = ("nThread", "nGpus", "minBytes", "maxBytes", "step", "stepKind", "warmup", "iters", "agg",
                     "validation", "graph")
             out["preamble"] = {k: (v if k == "stepKind" else int(v)) for k, v in zip(keys, m.groups())}
@@ -79,4 +95,7 @@ def parse(text):
         raise FormatError("the '# size count type redop root time ...' header line is missing")
     if out["oob"] is None or out["avg_busbw"] is None:
         raise FormatError("footer lines ('# Out of bounds values', '# Avg bus bandwidth') missing")
+    if out["starting"] is None or out["starting"] != out["concluded"]:
+        raise FormatError(f"'# Collective test starting/concluded' lines missing or naming different tools: "
+                          f"{out['starting']!r}, {out['concluded']!r}")
     return out
