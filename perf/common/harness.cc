@@ -111,7 +111,8 @@ struct Job {
   ncclUniqueId id;
   int nranks;
   Watchdog* watchdog;
-  std::string rendezvous;  // how the processes found rank 0 (for NCCL_DEBUG runs)
+  std::string rendezvous;         // how the processes found rank 0 (for NCCL_DEBUG runs)
+  std::vector<std::string> args;  // the command line, for -J
   std::atomic<int> exitCode{0};
 };
 
@@ -140,13 +141,17 @@ class RankRunner {
     mem_ = makeRankMemory(pattern[static_cast<size_t>(rank_) % pattern.size()], &error);
     if (!mem_) dieMemory(rank_, error);
     PERF_NCCL(rank_, ncclCommInitRank(&comm_, job_.nranks, job_.id, rank_));
-    printDevices();
+    std::unique_ptr<JsonReport> json;
+    if (printer() && !o_.jsonPath.empty()) {
+      json = std::make_unique<JsonReport>(o_, d_.name, job_.nranks, shortHostName(), job_.args);
+      if (!json->claim(o_.jsonPath)) dieMemory(rank_, "no JSON output (-J)");
+    }
+    const std::vector<RankLine> devices = printDevices();
+    if (json) json->setDevices(devices);
     if (printer()) printTableHeader();
     int errors = 0;
     double bwSum = 0;
     int bwCount = 0;
-    std::unique_ptr<JsonReport> json;
-    if (printer() && !o_.jsonPath.empty()) json = std::make_unique<JsonReport>(d_.name, job_.nranks, shortHostName());
     prime();
     for (int cycle = 0; o_.cycles == 0 || cycle < o_.cycles; ++cycle) {
       for (const TypeInfo& type : o_.types) {
@@ -168,7 +173,10 @@ class RankRunner {
           if (op.kind == OpKind::kMulSum && d_.reduces) PERF_NCCL(rank_, ncclRedOpDestroy(redOp, comm_));
         }
       }
-      if (json && !json->write(o_.jsonPath, bwCount ? bwSum / bwCount : 0)) job_.exitCode = 1;
+      if (json) {
+        const double avg = bwCount ? bwSum / bwCount : 0;
+        if (!json->write(errors, avg, bandwidthVerdict(avg))) job_.exitCode = 1;
+      }
     }
     // Every rank saw the same rows (times are reduced over ranks), so every process reaches the
     // same verdict and exit status.
@@ -216,7 +224,8 @@ class RankRunner {
     return op;
   }
 
-  void printDevices() {
+  // Prints the preamble and the device lines (rank 0) and returns those lines (empty elsewhere).
+  std::vector<RankLine> printDevices() {
     RankRecord mine{};
     mine.rank = rank_;
     mine.pid = getpid();
@@ -226,7 +235,7 @@ class RankRunner {
     std::snprintf(mine.name, sizeof mine.name, "%s", mem_->deviceName().c_str());
     std::vector<RankRecord> all(job_.nranks);
     PERF_NCCL(rank_, ncclAllGather(&mine, all.data(), sizeof mine, ncclUint8, comm_, nullptr));
-    if (!printer()) return;
+    if (!printer()) return {};
     std::vector<RankLine> lines;
     for (const RankRecord& r : all) lines.push_back({r.rank, 0, r.pid, r.device, r.host, r.bus, r.name});
     std::vector<std::string> notes;
@@ -236,6 +245,7 @@ class RankRunner {
       if (!job_.rendezvous.empty()) notes.push_back(job_.rendezvous);
     }
     printPreamble(o_, std::string(d_.name) + "_perf", lines, notes);
+    return lines;
   }
 
   void barrier() { PERF_NCCL(rank_, ncclAllReduce(&scratch_, &scratch_, 1, ncclFloat64, ncclSum, comm_, nullptr)); }
@@ -445,7 +455,7 @@ int runPerfTool(const CollDesc& desc, int argc, char** argv) {
     std::fprintf(stderr, "%s_perf: %s\n", desc.name, memError.c_str());
     return 2;
   }
-  Job job{desc, opts, launch, {}, nranks, &watchdog, note};
+  Job job{desc, opts, launch, {}, nranks, &watchdog, note, std::vector<std::string>(argv, argv + argc)};
   // With NCCL_COMM_ID set every process derives the same id; otherwise this one process makes it
   // and its threads share it.
   const ncclResult_t r = ncclGetUniqueId(&job.id);

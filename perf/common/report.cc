@@ -2,9 +2,14 @@
 // SPDX-FileCopyrightText: 2026 The mixccl authors
 #include "perf/common/report.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -79,12 +84,6 @@ void printCell(const Cell& c) {
   }
 }
 
-nlohmann::ordered_json cellJson(const Cell& c) {
-  nlohmann::ordered_json j = {{"time_us", c.timeUs}, {"algbw", c.algbw}, {"busbw", c.busbw}, {"wrong", nullptr}};
-  if (c.wrong) j["wrong"] = *c.wrong;
-  return j;
-}
-
 }  // namespace
 
 void printRow(const Row& r) {
@@ -102,44 +101,131 @@ void printFooter(const std::string& program, int errors, double avgBusbw, std::o
   std::fflush(stdout);
 }
 
-JsonReport::JsonReport(std::string collective, int nranks, std::string host)
-    : collective_(std::move(collective)), nranks_(nranks), host_(std::move(host)) {}
+namespace {
 
-void JsonReport::add(const Row& row) { rows_.push_back(row); }
+// nccl-tests' time stamps: local time, "%Y-%m-%d %H:%M:%S".
+std::string now() {
+  char buf[64];
+  const time_t t = time(nullptr);
+  struct tm tm {};
+  localtime_r(&t, &tm);
+  strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
+  return buf;
+}
 
-bool JsonReport::write(const std::string& path, double avgBusbw) const {
+nlohmann::ordered_json cellJson(const Cell& c) {
+  nlohmann::ordered_json j = {{"time", c.timeUs}, {"alg_bw", c.algbw}, {"bus_bw", c.busbw}, {"nwrong", nullptr}};
+  if (c.wrong) j["nwrong"] = static_cast<double>(*c.wrong);  // nccl-tests writes a double
+  return j;
+}
+
+// nccl-tests writes its booleans as the strings "true" and "false".
+const char* boolText(bool b) { return b ? "true" : "false"; }
+
+}  // namespace
+
+JsonReport::JsonReport(const Options& o, std::string collective, int nranks, std::string host,
+                       std::vector<std::string> args)
+    : o_(o),
+      collective_(std::move(collective)),
+      nranks_(nranks),
+      host_(std::move(host)),
+      args_(std::move(args)),
+      startTime_(now()) {}
+
+bool JsonReport::claim(const std::string& path) {
+  std::string tryPath = path;
+  for (int n = 0;; ++n) {
+    const int fd = open(tryPath.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      close(fd);
+      break;
+    }
+    if (errno != EEXIST || n == 1000000) {
+      std::fprintf(stderr, "-J %s: cannot create the JSON output: %s\n", tryPath.c_str(), std::strerror(errno));
+      return false;
+    }
+    tryPath = path + "." + std::to_string(n);
+  }
+  path_ = tryPath;
+  std::printf("# Writing JSON output to %s\n", path_.c_str());
+  return true;
+}
+
+bool JsonReport::write(int errors, double avgBusbw, std::optional<bool> bwOk) const {
   nlohmann::ordered_json doc;
-  doc["tool"] = "mixccl";
-  doc["collective"] = collective_;
-  doc["nranks"] = nranks_;
-  doc["host"] = host_;
-  const char* shmOff = std::getenv("NCCL_SHM_DISABLE");
-  doc["transport"] = (shmOff && std::atoi(shmOff) != 0) ? "tcp" : "shm";
-  nlohmann::ordered_json env = nlohmann::ordered_json::object();
+  doc["version"] = 2;
+  doc["start_time"] = startTime_;
+  doc["args"] = args_;
+  // The library's variables only (nccl-tests lists the whole environment), secrets left out.
+  nlohmann::ordered_json env = nlohmann::ordered_json::array();
   for (char** e = environ; e && *e; ++e) {
-    const char* eq = std::strchr(*e, '=');
-    if (!eq) continue;
-    const std::string name(*e, static_cast<size_t>(eq - *e));
-    if (name.rfind("NCCL_", 0) == 0 || name.rfind("MIXCCL_", 0) == 0) env[name] = eq + 1;
+    const std::string var = *e;
+    const std::string name = var.substr(0, var.find('='));
+    if (name.rfind("NCCL_", 0) != 0 && name.rfind("MIXCCL_", 0) != 0) continue;
+    if (name.find("SECRET") != std::string::npos) continue;
+    env.push_back(var);
   }
   doc["env"] = env;
-  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
-  for (const Row& r : rows_) {
-    rows.push_back({{"bytes", r.bytes},
-                    {"count", r.count},
-                    {"type", r.type},
-                    {"redop", r.redop},
-                    {"root", r.root},
-                    {"oop", cellJson(r.oop)},
-                    {"ip", cellJson(r.ip)}});
+  int library = 0;
+  if (ncclGetVersion(&library) != ncclSuccess) library = 0;
+  doc["nccl_version"] = library;
+  nlohmann::ordered_json config = {
+      {"nthreads", o_.nThreads}, {"ngpus", o_.nGpus}, {"minimum_bytes", o_.minBytes}, {"maximum_bytes", o_.maxBytes}};
+  if (o_.stepFactor > 1) {
+    config["step_factor"] = o_.stepFactor;
+  } else {
+    config["step_bytes"] = o_.stepBytes;
   }
-  doc["rows"] = rows;
-  doc["avg_busbw"] = avgBusbw;
-  std::ofstream out(path);
+  config["warmup_iters"] = o_.warmupIters;
+  config["iterations"] = o_.iters;
+  config["aggregated_iterations"] = o_.aggIters;
+  config["validation"] = o_.check ? 1 : 0;
+  config["graph"] = o_.graph;
+  config["blocking_collectives"] = boolText(o_.blocking != 0);
+  config["parallel_init"] = boolText(true);  // ranks always initialise in parallel here
+  nlohmann::ordered_json devices = nlohmann::ordered_json::array();
+  for (const RankLine& r : devices_) {
+    devices.push_back({{"rank", r.rank},
+                       {"group", r.group},
+                       {"pid", r.pid},
+                       {"hostname", r.host},
+                       {"device", r.device},
+                       {"device_hex", r.bus},
+                       {"device_info", r.name}});
+  }
+  config["devices"] = devices;
+  doc["config"] = config;
+  nlohmann::ordered_json results = nlohmann::ordered_json::array();
+  for (const Row& r : rows_) {
+    char root[16];
+    std::snprintf(root, sizeof root, "%6d", r.root);  // nccl-tests writes the printed column
+    results.push_back({{"size", r.bytes},
+                       {"count", r.count},
+                       {"type", r.type},
+                       {"redop", r.redop},
+                       {"root", root},
+                       {"out_of_place", cellJson(r.oop)},
+                       {"in_place", cellJson(r.ip)},
+                       {"actual_iterations", o_.iters},
+                       {"experiment_name", collective_}});
+  }
+  doc["results"] = results;
+  doc["out_of_bounds"] = {{"count", errors}, {"okay", boolText(errors == 0)}};
+  doc["average_bus_bandwidth"] = {{"bandwidth", avgBusbw}, {"okay", !bwOk ? "unchecked" : boolText(*bwOk)}};
+  doc["errors"] = nlohmann::ordered_json::array();
+  const char* shmOff = std::getenv("NCCL_SHM_DISABLE");
+  doc["mixccl"] = {{"version", MIXCCL_VERSION},
+                   {"collective", collective_},
+                   {"nranks", nranks_},
+                   {"host", host_},
+                   {"transport", (shmOff && std::atoi(shmOff) != 0) ? "tcp" : "shm"}};
+  doc["end_time"] = now();
+  std::ofstream out(path_, std::ios::trunc);
   out << doc.dump(2) << "\n";
   out.close();
   if (!out) {
-    std::fprintf(stderr, "-J %s: cannot write the JSON output\n", path.c_str());
+    std::fprintf(stderr, "-J %s: cannot write the JSON output\n", path_.c_str());
     return false;
   }
   return true;

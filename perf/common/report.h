@@ -53,17 +53,31 @@ void printFooter(const std::string& program, int errors, double avgBusbw, std::o
 // A time in microseconds as nccl-tests prints it: 7 wide, 2, 1 or 0 decimals by magnitude.
 std::string formatTime(double us);
 
+// The file of -J, in nccl-tests' JSON layout (version 2: "config", "devices", "results" with
+// "out_of_place"/"in_place" cells, "out_of_bounds", "average_bus_bandwidth"), so tools that read
+// nccl-tests' JSON read ours; mixccl's own facts go under "mixccl". As nccl-tests does, an existing
+// file is never overwritten: the report goes to PATH.0, PATH.1, ... instead (claim()).
 class JsonReport {
  public:
-  JsonReport(std::string collective, int nranks, std::string host);
-  void add(const Row& row);
-  // Writes the file; false (with a message on stderr) when it cannot.
-  bool write(const std::string& path, double avgBusbw) const;
+  JsonReport(const Options& o, std::string collective, int nranks, std::string host, std::vector<std::string> args);
+  // Picks the file (printing nccl-tests' "# Writing JSON output to" line); false, with a message on
+  // stderr, when no file can be made there.
+  bool claim(const std::string& path);
+  void setDevices(const std::vector<RankLine>& ranks) { devices_ = ranks; }
+  void add(const Row& row) { rows_.push_back(row); }
+  // Writes the whole report again (after each -N cycle); false (with a message on stderr) when it
+  // cannot. bwOk as for printFooter().
+  bool write(int errors, double avgBusbw, std::optional<bool> bwOk) const;
 
  private:
+  const Options& o_;
   std::string collective_;
   int nranks_;
   std::string host_;
+  std::vector<std::string> args_;
+  std::string startTime_;
+  std::string path_;
+  std::vector<RankLine> devices_;
   std::vector<Row> rows_;
 };
 

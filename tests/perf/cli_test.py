@@ -5,10 +5,12 @@
 (-m cuda, -g 2, a bad size, a root past the last rank, processes on several hosts without a
 rendezvous) fail with a message and a non-zero status; --version names the project version.
 Usage: cli_test.py BINDIR VERSION [OPENCL(0/1): the tools were built with OpenCL]"""
+import json
 import os
 import re
 import subprocess
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import nccltests_output  # noqa: E402
@@ -28,6 +30,13 @@ def run(tool, *flags, env=None):
     e.update(env or {})
     return subprocess.run([os.path.join(BIN, f"{tool}_perf"), *flags], env=e, capture_output=True, text=True,
                           timeout=60)
+
+
+def nccltests_json_ok(path):
+    """Whether `path` holds a result in nccl-tests' JSON layout with one row."""
+    with open(path) as f:
+        doc = json.load(f)
+    return doc.get("version") == 2 and len(doc.get("results", [])) == 1 and "out_of_place" in doc["results"][0]
 
 
 def expect(name, cond, p):
@@ -136,6 +145,24 @@ expect("NCCL_TESTS_MIN_BW 0: OK",
        p.returncode == 0 and re.search(r"^# Avg bus bandwidth    : \S+ OK$", p.stdout, re.M), p)
 p = run("sendrecv", "-b", "1K", "-e", "1K")
 expect("one rank", p.returncode == 0 and nccltests_output.parse(p.stdout)["oob"] == (0, True), p)
+
+# -J as in nccl-tests: an existing file is never overwritten; the report goes to FILE.0, FILE.1, ...
+# and the first line names the file. A file that cannot be made stops the tool.
+with tempfile.TemporaryDirectory() as d:
+    path = os.path.join(d, "r.json")
+    with open(path, "w") as f:
+        f.write("keep me")
+    written = []
+    for n in range(2):
+        p = run("all_reduce", "-b", "64", "-e", "64", "-t", "2", "-J", path)
+        written.append(p.stdout.splitlines()[0] if p.stdout else "")
+    with open(path) as f:
+        kept = f.read() == "keep me"
+    readable = all(os.path.exists(f"{path}.{n}") and nccltests_json_ok(f"{path}.{n}") for n in range(2))
+    expect("-J keeps an existing file and writes FILE.0, FILE.1",
+           kept and readable and written == [f"# Writing JSON output to {path}.{n}" for n in range(2)], p)
+    refused("-J into a missing directory", run("all_reduce", "-b", "64", "-e", "64", "-J",
+                                               os.path.join(d, "no", "r.json")), "cannot create the JSON output")
 
 if failures:
     print("FAIL " + "\nFAIL ".join(failures))

@@ -30,6 +30,10 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import nccltests_output  # noqa: E402
 
+# perf/perfjson.py, the reader perf/compare and perf/plot use.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "perf"))
+import perfjson  # noqa: E402
+
 SKIP = 77
 TYPES = {"int8": 1, "uint8": 1, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8, "half": 2, "float": 4,
          "double": 8, "bfloat16": 2, "f8e4m3": 1, "f8e5m2": 1}
@@ -189,37 +193,61 @@ def check_tool(tool, mode, np_, args, tmp):
 
 
 def check_json(path, tool, np_, res):
-    """The -J schema perf/README.md documents (perf/compare and perf/plot read it)."""
+    """The -J file: nccl-tests' JSON layout (perf/README.md), matching the text output, and what
+    perf/perfjson.py (which perf/compare and perf/plot use) makes of it."""
     try:
         with open(path, encoding="utf-8") as fh:
             doc = json.load(fh)
     except (OSError, ValueError) as e:
         return [f"JSON {path}: {e}"]
     problems = []
-    for key in ("tool", "collective", "nranks", "host", "transport", "env", "rows", "avg_busbw"):
+    for key in ("version", "start_time", "args", "env", "nccl_version", "config", "results", "out_of_bounds",
+                "average_bus_bandwidth", "errors", "end_time", "mixccl"):
         if key not in doc:
             problems.append(f"JSON lacks {key!r}")
-    if doc.get("collective") != tool or doc.get("nranks") != np_ or doc.get("transport") not in ("shm", "tcp"):
-        problems.append(f"JSON header {dict((k, doc.get(k)) for k in ('collective', 'nranks', 'transport'))}")
+    if problems:
+        return problems
+    if doc["version"] != 2 or doc["nccl_version"] != 22809 or "-J" not in doc["args"]:
+        problems.append(f"JSON version {doc['version']}, nccl_version {doc['nccl_version']}, args {doc['args']}")
+    cfg = doc["config"]
+    want = {"nthreads": np_ if res["preamble"]["nThread"] > 1 else 1, "ngpus": 1, "minimum_bytes": 8,
+            "maximum_bytes": 65536, "step_factor": 4, "validation": 1, "graph": 0}
+    if any(cfg.get(k) != v for k, v in want.items()) or cfg.get("blocking_collectives") != "false":
+        problems.append(f"JSON config {cfg}")
+    if [d.get("rank") for d in cfg.get("devices", [])] != list(range(np_)):
+        problems.append(f"JSON devices {cfg.get('devices')}")
     want_transport = "tcp" if os.environ.get("NCCL_SHM_DISABLE", "0") not in ("", "0") else "shm"
-    if doc.get("transport") != want_transport or doc.get("env", {}).get("NCCL_SHM_DISABLE") != os.environ.get(
-            "NCCL_SHM_DISABLE"):
-        problems.append(f"JSON transport {doc.get('transport')} / env {doc.get('env')}, expected {want_transport}")
-    rows = doc.get("rows", [])
-    if len(rows) != len(res["rows"]):
-        problems.append(f"JSON has {len(rows)} rows, the text {len(res['rows'])}")
-    for jr, tr in zip(rows, res["rows"]):
-        if (jr["bytes"], jr["count"], jr["type"], jr["redop"], jr["root"]) != (
+    m = doc["mixccl"]
+    if (m.get("collective"), m.get("nranks"), m.get("transport")) != (tool, np_, want_transport):
+        problems.append(f"JSON mixccl {m}, expected {tool}, {np_} ranks, {want_transport}")
+    shm_env = os.environ.get("NCCL_SHM_DISABLE")
+    if shm_env is not None and f"NCCL_SHM_DISABLE={shm_env}" not in doc["env"]:
+        problems.append(f"JSON env {doc['env']} lacks NCCL_SHM_DISABLE={shm_env}")
+    results = doc["results"]
+    if len(results) != len(res["rows"]):
+        problems.append(f"JSON has {len(results)} results, the text {len(res['rows'])} rows")
+    for jr, tr in zip(results, res["rows"]):
+        if (jr["size"], jr["count"], jr["type"], jr["redop"], int(jr["root"])) != (
                 tr["size"], tr["count"], tr["type"], tr["redop"], tr["root"]):
-            problems.append(f"JSON row {jr} differs from text row {tr}")
+            problems.append(f"JSON result {jr} differs from text row {tr}")
             break
-        for g in ("oop", "ip"):
-            cell = jr[g]
-            if set(cell) != {"time_us", "algbw", "busbw", "wrong"} or cell["wrong"] != tr[f"{g}_wrong"]:
-                problems.append(f"JSON cell {g} {cell} vs text {tr}")
+        for key, g in (("out_of_place", "oop"), ("in_place", "ip")):
+            cell = jr[key]
+            wrong = None if cell.get("nwrong") is None else int(cell["nwrong"])
+            if set(cell) != {"time", "alg_bw", "bus_bw", "nwrong"} or wrong != tr[f"{g}_wrong"]:
+                problems.append(f"JSON cell {key} {cell} vs text {tr}")
                 break
-    if abs(doc.get("avg_busbw", -1) - res["avg_busbw"]) > 1e-4 * max(1.0, res["avg_busbw"]):
-        problems.append(f"JSON avg_busbw {doc.get('avg_busbw')} vs text {res['avg_busbw']}")
+    if doc["out_of_bounds"] != {"count": 0, "okay": "true"}:
+        problems.append(f"JSON out_of_bounds {doc['out_of_bounds']}")
+    avg = doc["average_bus_bandwidth"]
+    if abs(avg.get("bandwidth", -1) - res["avg_busbw"]) > 1e-4 * max(1.0, res["avg_busbw"]) or avg.get(
+            "okay") != "unchecked":
+        problems.append(f"JSON average_bus_bandwidth {avg} vs text {res['avg_busbw']}")
+    norm = perfjson.normalize(doc)
+    if (norm["collective"], norm["nranks"], len(norm["rows"])) != (tool, np_, len(res["rows"])) or any(
+            (r["bytes"], r["root"], r["oop"]["wrong"]) != (t["size"], t["root"], t["oop_wrong"])
+            for r, t in zip(norm["rows"], res["rows"])):
+        problems.append(f"perfjson reads {norm['collective']}, {norm['nranks']} ranks, rows {norm['rows'][:2]}")
     return problems
 
 
