@@ -313,6 +313,9 @@ def clear_errors():
     raises(lambda: dist.all_reduce(torch.ones(4, dtype=torch.int16)), "cannot be reduced", "int16")
     raises(lambda: dist.all_reduce(torch.ones(4, dtype=torch.int32), op=dist.ReduceOp.BAND), "bitwise", "BAND")
     raises(lambda: dist.all_reduce(torch.ones(4, dtype=torch.bool), op=dist.ReduceOp.AVG), "bool", "bool AVG")
+    # Equal splits are rows of dim 0, as with torch's own backends (these once went out split mid-row).
+    raises(lambda: dist.all_to_all_single(torch.empty(2 * N + 1, 2), torch.ones(2 * N + 1, 2)), "does not divide",
+           "all_to_all_single rows")
     # The group still works after refused calls (they never reached the communicator).
     t = torch.ones(3)
     dist.all_reduce(t)

@@ -248,8 +248,15 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMixccl::alltoall_base(at::Tensor& out
   TORCH_CHECK(input.scalar_type() == output.scalar_type(), "mixccl all_to_all_single: input and output dtypes differ");
   at::Tensor in = input, out = output;
   if (outputSplits.empty() && inputSplits.empty()) {
-    TORCH_CHECK(in.numel() == out.numel() && in.numel() % size_ == 0, "mixccl all_to_all_single: input and output ",
-                "must hold the same number of elements, a multiple of the group size ", size_);
+    // Equal splits are rows of dim 0, as with torch's own backends: a block that ended mid-row
+    // would hand each peer parts of rows.
+    for (const at::Tensor* t : {&in, &out}) {
+      TORCH_CHECK(t->dim() >= 1 && t->size(0) % size_ == 0, "mixccl all_to_all_single: ", t == &in ? "input" : "output",
+                  " dim 0 (", t->dim() >= 1 ? t->size(0) : 0, ") does not divide by the group size ", size_,
+                  "; pass split sizes for uneven rows");
+    }
+    TORCH_CHECK(in.numel() == out.numel(), "mixccl all_to_all_single: input and output ",
+                "must hold the same number of elements (", in.numel(), " and ", out.numel(), ")");
     size_t perPeer = inBuf.count / size_;
     return enqueue(c10d::OpType::ALLTOALL_BASE, "all_to_all_single", {out}, opts.timeout,
                    [in, out, inBuf, outBuf, perPeer](ncclComm_t c) {
