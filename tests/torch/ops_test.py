@@ -216,9 +216,11 @@ def all_to_all_single_equal_and_uneven():
 def all_to_all_list():
     ins = [make(RANK, torch.int64, (p + 1, 2), f"a2al-{p}") for p in range(N)]
     outs = [torch.empty(RANK + 1, 2, dtype=torch.int64) for _ in range(N)]
+    outs[RANK] = torch.empty(2, RANK + 1, dtype=torch.int64)  # counts must match, shapes need not (as from peers)
     dist.all_to_all(outs, ins)
     for p in range(N):
-        same(outs[p], make(p, torch.int64, (RANK + 1, 2), f"a2al-{RANK}"), f"all_to_all list from {p}")
+        same(outs[p].reshape(RANK + 1, 2), make(p, torch.int64, (RANK + 1, 2), f"a2al-{RANK}"),
+             f"all_to_all list from {p}")
 
 
 @check
@@ -316,6 +318,15 @@ def clear_errors():
     # Equal splits are rows of dim 0, as with torch's own backends (these once went out split mid-row).
     raises(lambda: dist.all_to_all_single(torch.empty(2 * N + 1, 2), torch.ones(2 * N + 1, 2)), "does not divide",
            "all_to_all_single rows")
+    # This rank's own block disagrees: refused at the call (these once failed on the worker, which
+    # made the group unusable).
+    outs = [torch.empty(2) for _ in range(N)]
+    outs[RANK] = torch.empty(3)
+    raises(lambda: dist.all_to_all(outs, [torch.ones(2) for _ in range(N)]), "to itself", "all_to_all self")
+    out_splits = [1] * N
+    out_splits[RANK] = 2
+    raises(lambda: dist.all_to_all_single(torch.empty(N + 1), torch.ones(N), out_splits, [1] * N), "to itself",
+           "all_to_all_single self")
     # The group still works after refused calls (they never reached the communicator).
     t = torch.ones(3)
     dist.all_reduce(t)

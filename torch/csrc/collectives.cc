@@ -290,32 +290,33 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMixccl::alltoall_base(at::Tensor& out
   auto sendSpans = offsets(in, inputSplits, "input");
   auto recvSpans = offsets(out, outputSplits, "output");
   int me = rank_, n = size_;
+  // Checked here, not on the worker: a failure there would mark the whole group failed.
+  TORCH_CHECK(sendSpans[me].second == recvSpans[me].second, "mixccl all_to_all_single: rank ", me, " sends ",
+              sendSpans[me].second / unitsPerElement(in), " elements to itself but expects ",
+              recvSpans[me].second / unitsPerElement(out), " (its input and output split sizes disagree)");
   size_t unitBytes = in.element_size() / unitsPerElement(in);
-  return enqueue(
-      c10d::OpType::ALLTOALL_BASE, "all_to_all_single", {out}, opts.timeout,
-      [in, out, inBuf, outBuf, sendSpans, recvSpans, me, n, unitBytes](ncclComm_t c) {
-        auto* src = static_cast<char*>(inBuf.ptr);
-        auto* dst = static_cast<char*>(outBuf.ptr);
-        inGroup("all_to_all_single (ncclGroupEnd)", [&] {
-          for (int p = 0; p < n; ++p) {
-            if (p == me) continue;
-            if (sendSpans[p].second > 0) {
-              MIXCCL_TORCH_CHECK_NCCL(
-                  ncclSend(src + sendSpans[p].first * unitBytes, sendSpans[p].second, inBuf.type, p, c, nullptr),
-                  "ncclSend (all_to_all_single)");
-            }
-            if (recvSpans[p].second > 0) {
-              MIXCCL_TORCH_CHECK_NCCL(
-                  ncclRecv(dst + recvSpans[p].first * unitBytes, recvSpans[p].second, inBuf.type, p, c, nullptr),
-                  "ncclRecv (all_to_all_single)");
-            }
-          }
-        });
-        TORCH_CHECK(sendSpans[me].second == recvSpans[me].second, "mixccl all_to_all_single: this rank sends ",
-                    sendSpans[me].second, " units to itself but expects ", recvSpans[me].second);
-        std::memcpy(dst + recvSpans[me].first * unitBytes, src + sendSpans[me].first * unitBytes,
-                    sendSpans[me].second * unitBytes);
-      });
+  return enqueue(c10d::OpType::ALLTOALL_BASE, "all_to_all_single", {out}, opts.timeout,
+                 [in, out, inBuf, outBuf, sendSpans, recvSpans, me, n, unitBytes](ncclComm_t c) {
+                   auto* src = static_cast<char*>(inBuf.ptr);
+                   auto* dst = static_cast<char*>(outBuf.ptr);
+                   inGroup("all_to_all_single (ncclGroupEnd)", [&] {
+                     for (int p = 0; p < n; ++p) {
+                       if (p == me) continue;
+                       if (sendSpans[p].second > 0) {
+                         MIXCCL_TORCH_CHECK_NCCL(ncclSend(src + sendSpans[p].first * unitBytes, sendSpans[p].second,
+                                                          inBuf.type, p, c, nullptr),
+                                                 "ncclSend (all_to_all_single)");
+                       }
+                       if (recvSpans[p].second > 0) {
+                         MIXCCL_TORCH_CHECK_NCCL(ncclRecv(dst + recvSpans[p].first * unitBytes, recvSpans[p].second,
+                                                          inBuf.type, p, c, nullptr),
+                                                 "ncclRecv (all_to_all_single)");
+                       }
+                     }
+                   });
+                   std::memcpy(dst + recvSpans[me].first * unitBytes, src + sendSpans[me].first * unitBytes,
+                               sendSpans[me].second * unitBytes);
+                 });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupMixccl::alltoall(std::vector<at::Tensor>& outputs,
@@ -330,6 +331,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMixccl::alltoall(std::vector<at::Tens
     TORCH_CHECK(inputs[p].scalar_type() == outputs[p].scalar_type(),
                 "mixccl all_to_all: input and output dtypes differ");
   }
+  // This rank's own block is a local copy on the worker; a mismatch is caught here, where it
+  // raises at the call, instead of there, where it would mark the whole group failed.
+  TORCH_CHECK(inputs[rank_].numel() == outputs[rank_].numel(), "mixccl all_to_all: rank ", rank_, " sends ",
+              inputs[rank_].numel(), " elements to itself but its output tensor ", rank_, " holds ",
+              outputs[rank_].numel());
   std::vector<at::Tensor> ins = inputs, outs = outputs;
   int me = rank_, n = size_;
   return enqueue(c10d::OpType::ALLTOALL, "all_to_all", outs, opts.timeout,
@@ -347,7 +353,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMixccl::alltoall(std::vector<at::Tens
                        }
                      }
                    });
-                   outs[me].copy_(ins[me]);
+                   // Same element count (checked at the call); the shapes may differ, as between peers.
+                   outs[me].view({-1}).copy_(ins[me].view({-1}));
                  });
 }
 
