@@ -315,6 +315,10 @@ def clear_errors():
     raises(lambda: dist.all_reduce(torch.ones(4, dtype=torch.int16)), "cannot be reduced", "int16")
     raises(lambda: dist.all_reduce(torch.ones(4, dtype=torch.int32), op=dist.ReduceOp.BAND), "bitwise", "BAND")
     raises(lambda: dist.all_reduce(torch.ones(4, dtype=torch.bool), op=dist.ReduceOp.AVG), "bool", "bool AVG")
+    # A PREMUL_SUM factor tensor of two elements: refused at the call (it once failed on the worker,
+    # which made the group unusable).
+    raises(lambda: dist.all_reduce(torch.ones(4), op=dist._make_nccl_premul_sum([torch.tensor([1.0, 2.0])])),
+           "one element", "PREMUL_SUM factor of 2 elements")
     # Equal splits are rows of dim 0, as with torch's own backends (these once went out split mid-row).
     raises(lambda: dist.all_to_all_single(torch.empty(2 * N + 1, 2), torch.ones(2 * N + 1, 2)), "does not divide",
            "all_to_all_single rows")

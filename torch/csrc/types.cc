@@ -62,7 +62,19 @@ void checkReducible(const at::Tensor& t, const c10d::ReduceOp& op, const char* w
               " cannot be reduced (mixccl reduces float32, float64, float16, bfloat16, int8, uint8, int32, int64 "
               "and bool)");
   if (kind == c10d::ReduceOp::PREMUL_SUM) {
-    TORCH_CHECK(op.supplement_.get() != nullptr, "mixccl ", what, ": PREMUL_SUM without a factor");
+    // The factor is read on the worker (RedOp); checked here, because a failure there would mark
+    // the whole group failed.
+    auto* supplement = dynamic_cast<c10d::NCCLPreMulSumSupplement*>(op.supplement_.get());
+    TORCH_CHECK(supplement != nullptr, "mixccl ", what,
+                ": PREMUL_SUM needs the factor of torch.distributed._make_nccl_premul_sum");
+    if (!supplement->tensor_factors.empty()) {
+      TORCH_CHECK(supplement->tensor_factors.size() == 1, "mixccl ", what, ": PREMUL_SUM takes one factor tensor, got ",
+                  supplement->tensor_factors.size());
+      const at::Tensor& factor = supplement->tensor_factors[0];
+      TORCH_CHECK(factor.defined() && factor.numel() == 1, "mixccl ", what,
+                  ": the PREMUL_SUM factor tensor must hold one element, it holds ",
+                  factor.defined() ? factor.numel() : 0);
+    }
   }
 }
 
@@ -96,13 +108,11 @@ RedOp::RedOp(const c10d::ReduceOp& op, at::ScalarType dtype, ncclComm_t comm) : 
   }
   // The factor is a Python number or a one-element tensor (torch.distributed._make_nccl_premul_sum);
   // mixccl takes it as a host scalar of the tensor's own type, read once here.
-  auto* supplement = dynamic_cast<c10d::NCCLPreMulSumSupplement*>(op.supplement_.get());
-  TORCH_CHECK(supplement != nullptr, "mixccl: PREMUL_SUM needs the factor of _make_nccl_premul_sum");
+  // checkReducible vetted the supplement on the calling thread: one factor, one element.
+  auto* supplement = static_cast<c10d::NCCLPreMulSumSupplement*>(op.supplement_.get());
   at::Tensor factor;
   if (!supplement->tensor_factors.empty()) {
-    TORCH_CHECK(supplement->tensor_factors.size() == 1, "mixccl: PREMUL_SUM takes one factor tensor per process");
     factor = supplement->tensor_factors[0].to(at::kCPU, dtype).contiguous();
-    TORCH_CHECK(factor.numel() == 1, "mixccl: the PREMUL_SUM factor tensor must hold one element");
   } else {
     factor = at::scalar_tensor(supplement->double_factor, at::TensorOptions().dtype(dtype));
   }
