@@ -31,8 +31,7 @@
 // round lowbit(i)); an Output block is written by the unpack of each round that moves its index
 // and holds the final block after the round of the index's highest set bit. Within a round a
 // chunk is sent before the same chunk is overwritten by the receive. Messages are at most
-// chunkElems. In-place all-to-all is not supported (NCCL does not support it either): Input must
-// not alias Output.
+// chunkElems. Input does not alias Output (buildSchedule stages an aliased Input: stageInput).
 //
 // Deadlock-free at FIFO depth 1: in round k rank r sends only to r + bit and receives only from
 // r - bit, and rounds use distinct links (the bits are distinct below p). Order the events as

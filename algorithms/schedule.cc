@@ -114,6 +114,33 @@ bool algoSupports(Algo algo, CollKind kind) {
   }
 }
 
+namespace {
+
+// CollArgs::stageInput: one local copy of the whole Input into Scratch, placed after what the
+// builder's own steps use there, and every read of Input redirected to it. The copy comes first,
+// so it reads Input before any step writes Output.
+void stageInput(const CollArgs& a, Schedule* s) {
+  const uint64_t elems = inputElems(a);
+  if (elems == 0) return;
+  const uint64_t base = s->scratchElems;
+  for (Step& st : s->steps) {
+    if (st.src == Buf::kInput) {
+      st.src = Buf::kScratch;
+      st.srcOffset += base;
+    }
+  }
+  for (Operand& o : s->operands) {
+    if (o.buf == Buf::kInput) {
+      o.buf = Buf::kScratch;
+      o.offset += base;
+    }
+  }
+  s->steps.insert(s->steps.begin(), localCopy(Buf::kInput, 0, Buf::kScratch, base, elems, /*finalize=*/false));
+  s->scratchElems = base + elems;
+}
+
+}  // namespace
+
 Result buildSchedule(const CollArgs& a, Schedule* out) {
   if (out == nullptr) return fail(Result::kInternalError, "buildSchedule called without an output schedule");
   out->steps.clear();
@@ -236,6 +263,7 @@ Result buildSchedule(const CollArgs& a, Schedule* out) {
       buildRecv(a, out);
       break;
   }
+  if (a.stageInput) stageInput(a, out);
   return Result::kSuccess;
 }
 

@@ -67,7 +67,8 @@
 //    Scatter (root): Output = Input + root*count. No step reads Input memory that an earlier step
 //    wrote. Where a step reads and writes the very same elements (e.g. the root's Input -> Output
 //    copy of an in-place Broadcast) src and dst coincide exactly, never partially; the engine may
-//    skip such a copy. AlltoAll in place is not supported (NCCL does not support it either).
+//    skip such a copy. AlltoAll has no in-place form (NCCL leaves one undefined); a call whose
+//    buffers overlap gets CollArgs::stageInput, so builders never see that aliasing.
 
 #include <cstdint>
 #include <vector>
@@ -145,6 +146,11 @@ struct CollArgs {
   // are correct at depth 1; with more slots ring passes may use an order with more overlap.
   uint32_t fifoDepth = 1;
   Algo algo = Algo::kDefault;  // must be the same on every rank
+  // This rank's Input and Output overlap in a collective without an in-place form (all-to-all,
+  // which NCCL leaves undefined then). buildSchedule() copies Input into Scratch first and the
+  // steps read that copy, so builders keep assuming the two apart. The messages do not change:
+  // ranks may differ in this.
+  bool stageInput = false;
 };
 
 // Whether `s` is a token (see above).

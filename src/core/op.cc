@@ -54,6 +54,18 @@ uint64_t chunkElems(DataType dtype) {
   return static_cast<uint64_t>(config::getInt(config::Knob::kChunkSize)) / dataTypeSize(dtype);
 }
 
+// Whether an all-to-all's buffers overlap on this rank (algo::CollArgs::stageInput). Both span
+// count * nranks elements; NCCL defines no in-place all-to-all, and torch's in-place
+// all_to_all_single passes one tensor as both, so such a call is made correct by a copy rather
+// than left to whichever algorithm happens to survive it (pairwise and Bruck did not).
+bool inputOverlapsOutput(const Op& op) {
+  if (op.kind != CollKind::kAlltoAll || op.count == 0 || op.comm->nranks() < 2) return false;
+  const uintptr_t bytes = op.count * static_cast<uint64_t>(op.comm->nranks()) * dataTypeSize(op.dtype);
+  const auto in = reinterpret_cast<uintptr_t>(op.input);
+  const auto out = reinterpret_cast<uintptr_t>(op.output);
+  return in < out + bytes && out < in + bytes;
+}
+
 // The plan cache key of `op`'s call; the algorithm is left for the caller (unknown before the
 // decision).
 PlanKey planKeyOf(const Op& op) {
@@ -63,6 +75,7 @@ PlanKey planKeyOf(const Op& op) {
   key.count = op.count;
   key.root = op.root;
   key.chunkElems = chunkElems(op.dtype);
+  key.stageInput = inputOverlapsOutput(op);
   return key;
 }
 
@@ -114,6 +127,7 @@ Result planOp(Op* op) {
       args.chunkElems = key.chunkElems;
       args.fifoDepth = static_cast<uint32_t>(config::getInt(config::Knob::kFifoDepth));
       args.algo = op->algo;
+      args.stageInput = key.stageInput;
       auto built = std::make_shared<algo::Schedule>();
       MIXCCL_TRY(algo::buildSchedule(args, built.get()));
       op->schedule = built;

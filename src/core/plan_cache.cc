@@ -14,8 +14,7 @@ bool PlanCache::findDecision(const PlanKey& key, algo::Algo* algo, double* secon
       e.lastUse = ++clock_;
       *algo = e.algo;
       *seconds = e.seconds;
-      if (schedule != nullptr && e.schedule != nullptr && e.key.root == key.root &&
-          e.key.chunkElems == key.chunkElems && e.key.algo == e.algo) {
+      if (schedule != nullptr && e.schedule != nullptr && e.key.sameShape(key) && e.key.algo == e.algo) {
         *schedule = e.schedule;
       }
       return true;
@@ -27,8 +26,7 @@ bool PlanCache::findDecision(const PlanKey& key, algo::Algo* algo, double* secon
 bool PlanCache::findDecisionAsCaller(const PlanKey& key, algo::Algo* algo, double* seconds,
                                      std::shared_ptr<const algo::Schedule>* schedule) {
   for (const Recent& r : recent_) {
-    if (r.schedule != nullptr && r.key.sameDecision(key) && r.key.root == key.root &&
-        r.key.chunkElems == key.chunkElems) {
+    if (r.schedule != nullptr && r.key.sameDecision(key) && r.key.sameShape(key)) {
       *algo = r.key.algo;
       *seconds = r.seconds;
       if (*schedule != r.schedule) *schedule = r.schedule;  // the same one: no reference to count

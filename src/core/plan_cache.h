@@ -31,11 +31,14 @@ struct PlanKey {
   int root = 0;
   uint64_t chunkElems = 0;
   algo::Algo algo = algo::Algo::kDefault;
+  bool stageInput = false;  // algo::CollArgs::stageInput
 
   bool sameDecision(const PlanKey& o) const { return kind == o.kind && dtype == o.dtype && count == o.count; }
-  bool sameSchedule(const PlanKey& o) const {
-    return sameDecision(o) && root == o.root && chunkElems == o.chunkElems && algo == o.algo;
+  // What a schedule depends on besides the decision and its algorithm.
+  bool sameShape(const PlanKey& o) const {
+    return root == o.root && chunkElems == o.chunkElems && stageInput == o.stageInput;
   }
+  bool sameSchedule(const PlanKey& o) const { return sameDecision(o) && sameShape(o) && algo == o.algo; }
 };
 
 class PlanCache {

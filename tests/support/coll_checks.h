@@ -211,23 +211,26 @@ inline void checkDataMovement(int rank, int n, ncclComm_t comm, Matrix m, uint32
             }
           }
         }
-        if (inplace) continue;  // NCCL has no in-place form of the rest
         if (runsCollective(kinds, CollKind::kAlltoAll)) {
-          // Block k of rank r's output is block r of rank k's input.
+          // Block k of rank r's output is block r of rank k's input. NCCL defines no in-place
+          // all-to-all, but torch's all_to_all_single(t, t) passes one buffer as both: it must be
+          // right too (the library stages the input), whichever algorithm runs.
           std::vector<uint8_t> a2aIn(n * bytes + 1), a2aOut(n * bytes + 1);
           for (int k = 0; k < n; ++k) {
             for (uint64_t b = 0; b < bytes; ++b) a2aIn[k * bytes + b] = patternByte(rank * 31 + k, b);
           }
-          ASSERT_EQ(ncclAlltoAll(a2aIn.data(), a2aOut.data(), count, dt, comm, nullptr), ncclSuccess)
+          uint8_t* a2aDst = inplace ? a2aIn.data() : a2aOut.data();
+          ASSERT_EQ(ncclAlltoAll(a2aIn.data(), a2aDst, count, dt, comm, nullptr), ncclSuccess)
               << ncclGetLastError(comm);
           for (int k = 0; k < n; ++k) {
             for (uint64_t b = 0; b < bytes; ++b) {
-              ASSERT_EQ(a2aOut[k * bytes + b], patternByte(k * 31 + rank, b))
-                  << "AlltoAll " << typeName(t) << " count " << count << " rank " << rank << " block " << k << " byte "
-                  << b;
+              ASSERT_EQ(a2aDst[k * bytes + b], patternByte(k * 31 + rank, b))
+                  << "AlltoAll " << typeName(t) << " count " << count << (inplace ? " in-place" : "") << " rank "
+                  << rank << " block " << k << " byte " << b;
             }
           }
         }
+        if (inplace) continue;  // NCCL has no in-place form of the rest
         if (runsCollective(kinds, CollKind::kGather)) {
           std::vector<uint8_t> gOut(n * bytes + 1);
           ASSERT_EQ(ncclGather(mine.data(), gOut.data(), count, dt, root, comm, nullptr), ncclSuccess)
