@@ -42,8 +42,9 @@ extern "C" {
 /*
  * Makes the library use `context` and `device` (a device of that context) for every communicator
  * of the process. The library retains the context. Returns ncclSuccess; ncclInvalidArgument for a
- * NULL or mismatching context/device; ncclInvalidUsage once the library chose its context (a
- * communicator or mixcclOpenclGetContext came first).
+ * NULL or mismatching context/device, or a context pointer that is no OpenCL object (checked
+ * without dereferencing it); ncclInvalidUsage once the library chose its context (a communicator
+ * or mixcclOpenclGetContext came first).
  */
 ncclResult_t mixcclOpenclUseContext(cl_context context, cl_device_id device);
 

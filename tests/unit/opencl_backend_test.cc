@@ -909,6 +909,32 @@ TEST(OpenclBackendProcess, BadDeviceKnobFailsWithAMessage) {
       ::testing::ExitedWithCode(0), "");
 }
 
+// A context argument that is no OpenCL object is refused with a message, not dereferenced (the ICD
+// loader would call through its first word and crash); a valid context is still taken afterwards.
+TEST(OpenclBackendProcess, UseContextRefusesWhatIsNoContext) {
+  std::string why;
+  if (!havePlatform(&why)) GTEST_SKIP() << why;
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        cl_platform_id plat = nullptr;
+        cl_device_id d = nullptr;
+        clGetPlatformIDs(1, &plat, nullptr);
+        clGetDeviceIDs(plat, CL_DEVICE_TYPE_ALL, 1, &d, nullptr);
+        int code = 0;
+        uint64_t notAContext[4] = {};  // (a braced list of several values would split the macro's arguments)
+        notAContext[0] = 0x1234;
+        if (mixcclOpenclUseContext(reinterpret_cast<cl_context>(notAContext), d) != ncclInvalidArgument) code |= 1;
+        if (std::string(ncclGetLastError(nullptr)).find("not an OpenCL object") == std::string::npos) code |= 2;
+        if (mixcclOpenclUseContext(reinterpret_cast<cl_context>(0x10), d) != ncclInvalidArgument) code |= 4;
+        cl_int err = CL_SUCCESS;
+        cl_context ctx = clCreateContext(nullptr, 1, &d, nullptr, nullptr, &err);
+        if (mixcclOpenclUseContext(ctx, d) != ncclSuccess) code |= 8;
+        std::_Exit(code);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
 TEST(OpenclBackendProcess, ApplicationContextIsUsed) {
   std::string why;
   if (!havePlatform(&why)) GTEST_SKIP() << why;

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <vector>
 
 #include "common/config.h"
 #include "common/log.h"
@@ -698,7 +699,32 @@ Result makeOpenclBackend(std::unique_ptr<DeviceBackend>* out) {
   return Result::kSuccess;
 }
 
-Result openclUseContext(cl_context context, cl_device_id device) { return ocl::Runtime::useContext(context, device); }
+Result openclUseContext(cl_context context, cl_device_id device) {
+  // The ICD loader calls through the first word of every object it is given, so a pointer that is
+  // no OpenCL object (a stale or mistyped handle) would crash inside clGetContextInfo. Refuse one
+  // whose first word is unreadable or no platform's dispatch pointer first, as checkStream does.
+  if (context != nullptr) {
+    const void* word = nullptr;
+    bool known = readFirstWord(context, &word);
+    if (known) {
+      known = false;
+      cl_uint n = 0;
+      std::vector<cl_platform_id> plats;
+      if (clGetPlatformIDs(0, nullptr, &n) == CL_SUCCESS && n > 0) {
+        plats.resize(n);
+        if (clGetPlatformIDs(n, plats.data(), nullptr) != CL_SUCCESS) plats.clear();
+      }
+      for (cl_platform_id p : plats) known = known || *reinterpret_cast<const void* const*>(p) == word;
+    }
+    if (!known) {
+      return fail(Result::kInvalidArgument,
+                  "mixcclOpenclUseContext: context %p is not an OpenCL object of any platform here (a released or "
+                  "mistyped handle?); pass the cl_context your application created",
+                  static_cast<void*>(context));
+    }
+  }
+  return ocl::Runtime::useContext(context, device);
+}
 
 Result openclGetContext(cl_context* context, cl_device_id* device) {
   if (context == nullptr && device == nullptr) {
