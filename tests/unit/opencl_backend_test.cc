@@ -436,6 +436,22 @@ TEST_F(OpenclBackendTest, CheckStreamRefusesWhatIsNotOurQueue) {
   StreamGate* g = nullptr;
   EXPECT_EQ(dev_->holdStream(notAQueue, &g), Result::kInvalidArgument);
 
+  // Objects of the library's own platform and context that are no queue: the message says so
+  // instead of blaming a context or device.
+  cl_mem buffer = clCreateBuffer(dev_->context(), CL_MEM_READ_WRITE, 64, nullptr, &err);
+  ASSERT_EQ(err, CL_SUCCESS);
+  cl_event userEvent = clCreateUserEvent(dev_->context(), &err);
+  ASSERT_EQ(err, CL_SUCCESS);
+  const std::pair<const char*, void*> notQueues[] = {
+      {"cl_mem", buffer}, {"cl_event", userEvent}, {"the library's cl_context", dev_->context()}};
+  for (const auto& [what, obj] : notQueues) {
+    EXPECT_EQ(dev_->checkStream(obj), Result::kInvalidArgument) << what;
+    EXPECT_NE(lastError().find("not a cl_command_queue"), std::string::npos) << what << ": " << lastError();
+  }
+  clSetUserEventStatus(userEvent, CL_COMPLETE);
+  clReleaseEvent(userEvent);
+  clReleaseMemObject(buffer);
+
   clReleaseCommandQueue(foreign);
   clReleaseContext(other);
   clReleaseCommandQueue(mine);

@@ -7,6 +7,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
@@ -84,6 +85,25 @@ bool readFirstWord(const void* p, const void** word) {
   close(fds[0]);
   close(fds[1]);
   return ok;
+}
+
+// Whether `ctx` is a context of the platform whose dispatch pointer is `dispatch` and `dev` one of
+// its devices: what the context and device a real command queue reports always are. POCL answers
+// clGetCommandQueueInfo for any object of its platform (a cl_mem, an event, the context itself),
+// reading queue fields where there are none, so checkStream asks this before it blames the context
+// or device of something that is no queue at all.
+bool namesContextDevice(const void* dispatch, cl_context ctx, cl_device_id dev) {
+  const void* word = nullptr;
+  if (ctx == nullptr || dev == nullptr || !readFirstWord(ctx, &word) || word != dispatch) return false;
+  cl_uint n = 0;
+  if (clGetContextInfo(ctx, CL_CONTEXT_NUM_DEVICES, sizeof(n), &n, nullptr) != CL_SUCCESS || n == 0 || n > 4096) {
+    return false;
+  }
+  std::vector<cl_device_id> devs(n);
+  if (clGetContextInfo(ctx, CL_CONTEXT_DEVICES, n * sizeof(cl_device_id), devs.data(), nullptr) != CL_SUCCESS) {
+    return false;
+  }
+  return std::find(devs.begin(), devs.end(), dev) != devs.end();
 }
 
 // A zero-copy buffer over plain host memory for one call (the OperandGuard releases it; commands
@@ -184,6 +204,13 @@ Result OpenclBackend::checkStream(void* stream) const {
                 clErrorName(err));
   }
   if (ctx != rt_->context() || dev != rt_->device()) {
+    if (!namesContextDevice(rt_->dispatch(), ctx, dev)) {
+      return fail(Result::kInvalidArgument,
+                  "OpenCL backend: stream %p is an object of platform '%s' but not a cl_command_queue (a cl_context, "
+                  "cl_mem or cl_event?); pass a command queue created on the library's context, see "
+                  "mixcclOpenclGetContext, or NULL",
+                  stream, rt_->platformName().c_str());
+    }
     return fail(Result::kInvalidArgument,
                 "OpenCL backend: command queue %p belongs to another %s than the library's; create the queue on "
                 "the context mixcclOpenclGetContext returns, or share yours with mixcclOpenclUseContext before "

@@ -12,7 +12,9 @@
 // an ICD starts with it, so another vendor's object or random memory is refused before any
 // OpenCL call), and (3) clGetCommandQueueInfo reports this runtime's context and device. An
 // object of this platform that is not a queue (a cl_mem, say) is not caught by (2); POCL then
-// reports CL_INVALID_COMMAND_QUEUE or a foreign context, which (3) refuses. A NULL stream means
+// reports CL_INVALID_COMMAND_QUEUE or fields that are no queue's, which (3) refuses; when the
+// reported context and device are not a context of this platform and one of its devices, the
+// message says the stream is no queue rather than blaming its context. A NULL stream means
 // the call completes before it returns.
 //
 // Memory (memKind):
