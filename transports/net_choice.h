@@ -33,8 +33,9 @@ inline Result netChoice(NetChoice* out) {
     out->wantIb = false;
     return Result::kSuccess;
   }
-  return fail(Result::kInvalidArgument, "NCCL_NET=%s is not a network this build has: choose IB or Socket",
-              net.c_str());
+  // kInvalidUsage, as NCCL's init when no network of that name starts ("Failed to initialize any
+  // NET plugin").
+  return fail(Result::kInvalidUsage, "NCCL_NET=%s is not a network this build has: choose IB or Socket", net.c_str());
 }
 
 }  // namespace mixccl

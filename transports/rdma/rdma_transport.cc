@@ -513,9 +513,11 @@ class RdmaTransport final : public Transport {
     Result r = openRdmaDevices(hub_.get(), blob, &why);
     if (r != Result::kSuccess) return r;
     if (!blob->empty()) return Result::kSuccess;
-    if (net.forceIb) {
-      return fail(Result::kSystemError, "NCCL_NET=IB but rank %d has no usable RDMA device: %s", hub_->ctx.rank,
-                  why.c_str());
+    if (net.forceIb) {  // kInvalidUsage, as NCCL's init when the network NCCL_NET names has no device
+      return fail(Result::kInvalidUsage,
+                  "NCCL_NET=IB but rank %d has no usable RDMA device: %s; unset NCCL_NET to reach this host over "
+                  "TCP, or check NCCL_IB_HCA",
+                  hub_->ctx.rank, why.c_str());
     }
     MIXCCL_INFO(log::kNet | log::kInit, "NET/IB : %s; using TCP between hosts", why.c_str());
     return Result::kSuccess;
