@@ -26,7 +26,14 @@ inline Result netChoice(NetChoice* out) {
   out->wantIb = !config::getBool(config::Knob::kIbDisable);
   if (net.empty()) return Result::kSuccess;
   if (strcasecmp(net.c_str(), "IB") == 0) {
-    out->forceIb = out->wantIb;
+    // NCCL's IB plugin does not start under NCCL_IB_DISABLE=1, so NCCL_NET=IB finds no network and
+    // init fails; carrying the job over TCP instead would hide the contradiction.
+    if (!out->wantIb) {
+      return fail(Result::kInvalidUsage,
+                  "NCCL_NET=%s asks for RDMA between hosts, but NCCL_IB_DISABLE=1 turns RDMA off: unset one of them",
+                  net.c_str());
+    }
+    out->forceIb = true;
     return Result::kSuccess;
   }
   if (strcasecmp(net.c_str(), "Socket") == 0) {

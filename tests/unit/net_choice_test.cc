@@ -50,6 +50,16 @@ TEST(NetChoice, UnknownNetworkIsInvalidUsage) {
   EXPECT_NE(lastError().find("NCCL_NET=Verbs"), std::string::npos) << lastError();
 }
 
+// NCCL: NCCL_IB_DISABLE=1 keeps the IB plugin from starting, so NCCL_NET=IB finds no network and
+// init fails (ncclInvalidUsage); it never carries the job over sockets instead.
+TEST(NetChoice, IbRequestedButDisabledIsInvalidUsage) {
+  EnvGuard net("NCCL_NET", "IB");
+  EnvGuard off("NCCL_IB_DISABLE", "1");
+  NetChoice c;
+  EXPECT_EQ(netChoice(&c), Result::kInvalidUsage);
+  EXPECT_NE(lastError().find("NCCL_IB_DISABLE"), std::string::npos) << lastError();
+}
+
 TEST(NetChoice, IbDisabledAloneTurnsRdmaOff) {
   EnvGuard off("NCCL_IB_DISABLE", "1");
   NetChoice c;
