@@ -3,6 +3,7 @@
 // Collectives, point-to-point and groups: argument checks, then one Op handed to the core.
 
 #include <climits>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 
@@ -227,12 +228,20 @@ MIXCCL_API(ncclResult_t, ncclGroupSimulateEnd, ncclSimInfo_t* simInfo) {
     Result r = mixccl::group::simulateEnd(&seconds);
     if (r != Result::kSuccess || seconds < 0) return r;  // no group, or an inner level closed
     // Checked once the group is over, as NCCL does: a bad simInfo still ends (and drops) the group.
-    if (simInfo->magic != 0x74685283u) {
+    // As NCCL, only the first simInfo->size bytes are the caller's (a struct of an older, shorter
+    // version): a size that does not reach the magic reads as uninitialised, and estimatedTime is
+    // written only where the size covers it.
+    const size_t size = simInfo->size;
+    const auto covers = [size](size_t offset, size_t bytes) { return size >= offset + bytes; };
+    if (!covers(offsetof(ncclSimInfo_t, magic), sizeof(simInfo->magic)) || simInfo->magic != 0x74685283u) {
       return fail(Result::kInvalidArgument,
-                  "ncclGroupSimulateEnd: simInfo magic is wrong: initialise it with NCCL_SIM_INFO_INITIALIZER; the "
-                  "group was ended without running its operations");
+                  "ncclGroupSimulateEnd: simInfo is not initialised (size %zu, magic %s): initialise it with "
+                  "NCCL_SIM_INFO_INITIALIZER; the group was ended without running its operations",
+                  size, covers(offsetof(ncclSimInfo_t, magic), sizeof(simInfo->magic)) ? "wrong" : "beyond the size");
     }
-    simInfo->estimatedTime = static_cast<float>(seconds * 1e6);  // NCCL reports microseconds
+    if (covers(offsetof(ncclSimInfo_t, estimatedTime), sizeof(simInfo->estimatedTime))) {
+      simInfo->estimatedTime = static_cast<float>(seconds * 1e6);  // NCCL reports microseconds
+    }
     return Result::kSuccess;
   });
 }

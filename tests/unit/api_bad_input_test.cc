@@ -24,6 +24,7 @@
 
 #include <chrono>
 #include <climits>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -651,6 +652,27 @@ void addGroupRows(Rows& add) {
         return ncclGroupSimulateEnd(&e.sim);
       },
       ncclInvalidArgument, {"magic"});
+  // As in NCCL, only simInfo->size bytes are the caller's: a size short of the magic reads as
+  // uninitialised, and a size short of estimatedTime leaves it unwritten.
+  add("ncclGroupSimulateEnd", "SimInfoSizeZero",
+      [](Env& e) {
+        EXPECT_EQ(ncclGroupStart(), ncclSuccess);
+        EXPECT_EQ(ncclAllReduce(e.buf, e.out, 4, ncclFloat32, ncclSum, e.comm, nullptr), ncclSuccess);
+        e.sim.size = 0;
+        return ncclGroupSimulateEnd(&e.sim);
+      },
+      ncclInvalidArgument, {"NCCL_SIM_INFO_INITIALIZER", "size 0"});
+  add("ncclGroupSimulateEnd", "SimInfoSizeShortOfTheEstimate",
+      [](Env& e) {
+        EXPECT_EQ(ncclGroupStart(), ncclSuccess);
+        EXPECT_EQ(ncclAllReduce(e.buf, e.out, 4, ncclFloat32, ncclSum, e.comm, nullptr), ncclSuccess);
+        e.sim.size = offsetof(ncclSimInfo_t, estimatedTime);
+        e.sim.estimatedTime = -7;
+        ncclResult_t r = ncclGroupSimulateEnd(&e.sim);
+        EXPECT_EQ(e.sim.estimatedTime, -7) << "wrote beyond simInfo->size";
+        return r;
+      },
+      ncclSuccess, {});
 }
 
 // ---- Memory, registration, user operators ---------------------------------------------------
