@@ -367,7 +367,9 @@ int run(int argc, char** argv) {
   t.inter = algo::LinkModel{c.alphaInterUs * 1e-6, c.betaInterNs * 1e-9, c.gammaNs * 1e-9};
   t.elemBytes = kElemBytes;
   t.fifoDepth = c.fifoDepth;
-  t.stepBudget = static_cast<uint64_t>(c.stepBudget);
+  // A budget beyond 64 bits (1e30, inf) means no practical limit; the plain conversion is
+  // undefined there and gave 0 on x86, refusing every case.
+  t.stepBudget = c.stepBudget >= 0x1p64 ? UINT64_MAX : static_cast<uint64_t>(c.stepBudget);
   if (c.sweep) return runSweep(setup, kind, algos);
   if (*bytes % kElemBytes != 0) {
     std::printf("# note: %llu bytes is not a whole number of float32; simulating %llu\n",
