@@ -73,6 +73,10 @@ void endComm(ncclComm_t handle, Communicator* c, bool forgetGroup) {
 Result lookupParent(const char* fn, ncclComm_t handle, Communicator** out) {
   MIXCCL_TRY(mixccl::api::lookupCallerComm(fn, handle, out));
   Communicator* c = *out;
+  // Before the join: a non-blocking finalize's thread waits for the other ranks' finalize.
+  if (c->finalizeCalled()) {
+    return fail(Result::kInvalidUsage, "%s: the parent communicator (rank %d) was finalized", fn, c->rank());
+  }
   if (c->initThread().joinable()) c->initThread().join();  // a non-blocking init may still run
   if (c->state() != mixccl::CommState::kReady || c->aborted()) {
     return fail(Result::kInvalidUsage, "%s: the parent communicator (rank %d) is not initialised, finalized or aborted",
@@ -305,18 +309,23 @@ MIXCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
     if (comm == nullptr) return Result::kSuccess;  // as in NCCL: nothing to finalize
     Communicator* c = nullptr;
     MIXCCL_TRY(mixccl::api::lookupCallerComm("ncclCommFinalize", comm, &c));
-    if (c->initThread().joinable()) c->initThread().join();
-    if (c->state() == mixccl::CommState::kFinalized) {
+    // Before the join below: after a non-blocking finalize, initThread() is that finalize, which
+    // waits for the other ranks (maybe this thread's next calls); in a group it has not started.
+    if (c->finalizeCalled()) {
       // NCCL refuses a second finalize as an invalid argument.
       return fail(Result::kInvalidArgument,
-                  "ncclCommFinalize: communicator of rank %d was finalized already; destroy it", c->rank());
+                  "ncclCommFinalize: communicator of rank %d was finalized already (a non-blocking one completes "
+                  "when ncclCommGetAsyncError says ncclSuccess); destroy it",
+                  c->rank());
     }
+    if (c->initThread().joinable()) c->initThread().join();  // a non-blocking init
     if (c->revoked()) {
       // As NCCL, whose revoke counts as the finalize: what is left to do is destroy.
       return fail(Result::kInvalidArgument, "ncclCommFinalize: communicator of rank %d was revoked; destroy it",
                   c->rank());
     }
     if (c->state() != mixccl::CommState::kReady) return Result::kSuccess;  // failed init: nothing to agree on
+    (void)c->markFinalizeCalled();  // this thread holds the caller slot: no other finalize got here
     auto run = [c]() -> Result {
       // Queued work first: finalize drains the lanes that work uses (bounded, abort-aware).
       if (mixccl::Engine* e = c->existingEngine()) MIXCCL_TRY(e->waitIdle("ncclCommFinalize"));
@@ -387,8 +396,9 @@ MIXCCL_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags) {
       return fail(Result::kInvalidArgument, "ncclCommRevoke: revokeFlags must be NCCL_REVOKE_DEFAULT (0), got %d",
                   revokeFlags);
     }
-    // NCCL refuses to revoke a finalized or already revoked communicator as an invalid argument.
-    if (c->state() == mixccl::CommState::kFinalized) {
+    // NCCL refuses to revoke a finalized or already revoked communicator as an invalid argument
+    // (finalized: from the finalize call on, as NCCL's finalizeCalled).
+    if (c->finalizeCalled()) {
       return fail(Result::kInvalidArgument, "ncclCommRevoke: communicator of rank %d was finalized; destroy it",
                   c->rank());
     }

@@ -256,6 +256,12 @@ class Communicator {
   // Non-blocking init thread bookkeeping (API layer).
   std::thread& initThread() { return initThread_; }
   void finalize() { state_.store(CommState::kFinalized, std::memory_order_release); }
+  // ncclCommFinalize was accepted. Set when the call is, not when its work ends: a non-blocking
+  // finalize runs in initThread(), a grouped one at ncclGroupEnd, and the calls after it (another
+  // finalize, revoke, split) must see it at once rather than join or repeat it. False: it was set
+  // already. Any thread may read it.
+  bool markFinalizeCalled() { return !finalizeCalled_.exchange(true, std::memory_order_acq_rel); }
+  bool finalizeCalled() const { return finalizeCalled_.load(std::memory_order_acquire); }
 
  private:
   Communicator(int nranks, int rank, const CommOptions& options);
@@ -278,6 +284,7 @@ class Communicator {
   std::atomic<CommState> state_{CommState::kInitializing};
   std::atomic<bool> abort_{false};
   std::atomic<bool> revoked_{false};
+  std::atomic<bool> finalizeCalled_{false};
   std::atomic<int> asyncError_{static_cast<int>(Result::kInProgress)};
   mutable std::mutex asyncMessageMu_;
   std::string asyncMessage_;  // guarded by asyncMessageMu_; set with the first real asyncError_

@@ -405,6 +405,57 @@ TEST_F(ApiTest, NonBlockingFinalizeInAGroupAfterItsCollectives) {
   for (ncclComm_t comm : c) EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
 }
 
+// A finalize counts from its call, as NCCL's finalizeCalled, not from when its work ends. A second
+// finalize of a rank whose non-blocking finalize still waits for the other rank (driven by this
+// thread) is refused at once; it used to join that finalize, which waited for this thread's next
+// call until MIXCCL_TIMEOUT. Revoking or splitting it meanwhile is refused just as promptly.
+TEST_F(ApiTest, CallsDuringANonBlockingFinalizeAreRefusedAtOnce) {
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+  cfg.blocking = 0;
+  ncclComm_t c[2] = {};
+  for (int r = 0; r < 2; ++r) {
+    ncclResult_t e = ncclCommInitRankConfig(&c[r], 2, id, r, &cfg);
+    ASSERT_TRUE(e == ncclSuccess || e == ncclInProgress) << e;
+  }
+  for (ncclComm_t comm : c) ASSERT_EQ(waitAsync(comm), ncclSuccess);
+  ASSERT_EQ(ncclCommFinalize(c[0]), ncclInProgress);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(ncclCommFinalize(c[0]), ncclInvalidArgument);
+  EXPECT_NE(std::string(ncclGetLastError(nullptr)).find("finalized already"), std::string::npos)
+      << ncclGetLastError(nullptr);
+  EXPECT_EQ(ncclCommRevoke(c[0], NCCL_REVOKE_DEFAULT), ncclInvalidArgument);
+  ncclComm_t child = reinterpret_cast<ncclComm_t>(0x1);
+  EXPECT_EQ(ncclCommSplit(c[0], 0, 0, &child, nullptr), ncclInvalidUsage);
+  EXPECT_EQ(child, nullptr);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));  // MIXCCL_TIMEOUT is 60
+  ASSERT_EQ(ncclCommFinalize(c[1]), ncclInProgress);
+  for (ncclComm_t comm : c) EXPECT_EQ(waitAsync(comm), ncclSuccess);
+  for (ncclComm_t comm : c) EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+}
+
+// The same inside a group, where the finalize starts only at ncclGroupEnd: a second one used to
+// queue a second finalize thread for the communicator (std::terminate at ncclGroupEnd). The
+// refusal fails the group, as NCCL's ncclGroupErrCheck does, so neither finalize runs.
+TEST_F(ApiTest, SecondFinalizeInAGroupIsRefused) {
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+  cfg.blocking = 0;
+  ncclComm_t comm = nullptr;
+  ncclResult_t e = ncclCommInitRankConfig(&comm, 1, id, 0, &cfg);
+  ASSERT_TRUE(e == ncclSuccess || e == ncclInProgress) << e;
+  ASSERT_EQ(waitAsync(comm), ncclSuccess);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  EXPECT_EQ(ncclCommFinalize(comm), ncclInProgress);
+  EXPECT_EQ(ncclCommFinalize(comm), ncclInvalidArgument);
+  EXPECT_EQ(ncclGroupEnd(), ncclInvalidArgument);
+  EXPECT_NE(std::string(ncclGetLastError(nullptr)).find("finalized already"), std::string::npos)
+      << ncclGetLastError(nullptr);
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+}
+
 // ncclCommDestroy in a group runs at its end, as NCCL's: one thread splitting two ranks may
 // destroy rank 0's parent before it splits rank 1 (destroy waited for rank 0's split, which
 // waited for rank 1's, until MIXCCL_TIMEOUT).
