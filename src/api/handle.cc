@@ -179,6 +179,12 @@ Result lookupReadyComm(const char* fn, ncclComm_t handle, Communicator** out) {
   Communicator* c = *out;
   // A non-blocking init may still run: operations wait for it rather than fail.
   if (c->state() == CommState::kInitializing && c->initThread().joinable()) c->initThread().join();
+  // From the finalize call on, not only once it is done: a non-blocking one still under way keeps
+  // the async error at kInProgress, which below would answer ncclInProgress, as if this operation
+  // had been queued.
+  if (c->finalizeCalled()) {
+    return fail(Result::kInvalidUsage, "%s: communicator of rank %d was finalized", fn, c->rank());
+  }
   switch (c->state()) {
     case CommState::kInitializing:
       return fail(Result::kInvalidUsage, "%s: communicator of rank %d is still initialising", fn, c->rank());

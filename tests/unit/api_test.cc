@@ -430,6 +430,10 @@ TEST_F(ApiTest, CallsDuringANonBlockingFinalizeAreRefusedAtOnce) {
   EXPECT_EQ(ncclCommSplit(c[0], 0, 0, &child, nullptr), ncclInvalidUsage);
   EXPECT_EQ(child, nullptr);
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));  // MIXCCL_TIMEOUT is 60
+  // Not ncclInProgress, which says a non-blocking call was accepted and goes on.
+  std::vector<float> v(4, 1.0f);
+  EXPECT_EQ(ncclAllReduce(v.data(), v.data(), 4, ncclFloat32, ncclSum, c[0], nullptr), ncclInvalidUsage);
+  EXPECT_NE(std::string(ncclGetLastError(nullptr)).find("finalized"), std::string::npos) << ncclGetLastError(nullptr);
   ASSERT_EQ(ncclCommFinalize(c[1]), ncclInProgress);
   for (ncclComm_t comm : c) EXPECT_EQ(waitAsync(comm), ncclSuccess);
   for (ncclComm_t comm : c) EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
