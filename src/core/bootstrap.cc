@@ -406,14 +406,24 @@ Result Bootstrap::init(const UniqueIdData& id, int rank, int nranks, const std::
   }
 
   // Register with the root. It may start later than we do (NCCL_COMM_ID), so connect retries.
+  // An id from ncclGetUniqueId names a root that listened before the id existed: refusals there
+  // mean it is gone (it served its one communicator, gave up at its deadline, or its process
+  // exited), which no wait until MIXCCL_TIMEOUT would change.
+  const bool rootMayStartLater = (id.flags & UniqueIdData::kRootStartedByRank0) != 0;
   const std::string rootName = "the bootstrap root at " + id.root.toString();
   Socket root;
-  Result r = Socket::connect(id.root, deadline, abortFlag, &root);
+  Result r = Socket::connect(id.root, deadline, abortFlag, &root, {},
+                             rootMayStartLater ? std::chrono::milliseconds(0) : kPeerRefusedLimit);
   if (!ok(r)) {
-    return fail(r,
-                "rank %d of %d: cannot reach %s: %s; was the unique id made by a live process, and can this host "
-                "reach that address (NCCL_SOCKET_IFNAME)?",
-                rank, nranks, rootName.c_str(), lastError().c_str());
+    // Socket::connect names a run of refusals that hit the limit "refused" (other failures do not).
+    const bool rootGone = !rootMayStartLater && Clock::now() < deadline && !aborted(abortFlag) &&
+                          lastError().find("refused") != std::string::npos;
+    return fail(r, "rank %d of %d: cannot reach %s: %s; %s", rank, nranks, rootName.c_str(), lastError().c_str(),
+                rootGone ? "a unique id serves one communicator (its root exits once every rank registered, or at "
+                           "MIXCCL_TIMEOUT, or with the process that called ncclGetUniqueId): call ncclGetUniqueId "
+                           "again for each new communicator"
+                         : "was the unique id made by a live process, and can this host reach that address "
+                           "(NCCL_SOCKET_IFNAME)?");
   }
   Hello h;
   h.commHash = id.commHash;

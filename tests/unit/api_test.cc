@@ -600,6 +600,23 @@ TEST_F(ApiTest, InitRankScalable) {
   for (auto& t : threads) t.join();
 }
 
+// A unique id serves one communicator: its root exits once every rank registered. A second
+// communicator made from it finds nothing listening there, and fails within seconds with a
+// message saying to get a new id, instead of retrying the refused root until MIXCCL_TIMEOUT.
+TEST_F(ApiTest, UniqueIdReusedForASecondCommunicatorFailsFast) {
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  ncclComm_t first = nullptr;
+  ASSERT_EQ(ncclCommInitRank(&first, 1, id, 0), ncclSuccess) << ncclGetLastError(nullptr);
+  ncclComm_t second = reinterpret_cast<ncclComm_t>(0x1);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(ncclCommInitRank(&second, 1, id, 0), ncclRemoteError);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(15));  // MIXCCL_TIMEOUT is 60
+  EXPECT_EQ(second, nullptr);
+  EXPECT_NE(std::string(ncclGetLastError(nullptr)).find("unique id"), std::string::npos) << ncclGetLastError(nullptr);
+  EXPECT_EQ(ncclCommDestroy(first), ncclSuccess);
+}
+
 TEST_F(ApiTest, MemoryRegistrationAndRedOps) {
   runRanks(2, [](int rank, ncclComm_t comm) {
     void* p = nullptr;
