@@ -185,11 +185,19 @@ MIXCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int
     MIXCCL_TRY(checkOut(fn, comms, "comms"));
     if (ndev < 0) return fail(Result::kInvalidArgument, "%s: ndev is %d; it must not be negative", fn, ndev);
     if (ndev == 0) return Result::kSuccess;  // as in NCCL: no ranks, nothing created, comms untouched
-    // Device numbers only label the ranks of a host-memory communicator, but a negative one is
-    // refused as NCCL refuses it, before any rank starts.
+    // Device numbers only label the ranks of a host-memory communicator, but a negative one, or
+    // one named twice, is refused as NCCL refuses it (invalid argument, invalid usage), before any
+    // rank starts: a program that works here must not fail under NCCL.
     for (int r = 0; devlist != nullptr && r < ndev; ++r) {
       if (devlist[r] < 0)
         return fail(Result::kInvalidArgument, "%s: devlist[%d] is %d, not a device", fn, r, devlist[r]);
+      for (int i = 0; i < r; ++i) {
+        if (devlist[i] == devlist[r]) {
+          return fail(Result::kInvalidUsage,
+                      "%s: devlist[%d] and devlist[%d] are both device %d; each rank needs a device of its own", fn, i,
+                      r, devlist[r]);
+        }
+      }
     }
     UniqueIdData id;
     MIXCCL_TRY(mixccl::createUniqueId(&id, /*honourCommIdEnv=*/false));

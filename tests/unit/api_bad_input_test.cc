@@ -496,6 +496,14 @@ void addInitRows(Rows& add) {
         return ncclCommInitAll(&e.made, 1, devs);
       },
       ncclInvalidArgument, {"devlist"});
+  // NCCL's duplicate device check answers invalid usage.
+  add("ncclCommInitAll", "DevlistDuplicate",
+      [](Env& e) {
+        ncclComm_t comms[3] = {};
+        int devs[3] = {0, 1, 0};
+        return ncclCommInitAll(comms, 3, devs);
+      },
+      ncclInvalidUsage, {"devlist[0] and devlist[2]", "device 0"});
 }
 
 // ---- Communicator life cycle and queries ----------------------------------------------------
