@@ -47,6 +47,25 @@ ncclResult_t waitAsync(ncclComm_t comm) {
   return async;
 }
 
+// Makes n non-blocking communicators from one unique id, inside a group when `grouped`, and waits
+// until their inits are done.
+void initNonBlocking(int n, ncclComm_t* c, bool grouped) {
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+  cfg.blocking = 0;
+  if (grouped) ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < n; ++r) {
+    const ncclResult_t e = ncclCommInitRankConfig(&c[r], n, id, r, &cfg);
+    ASSERT_TRUE(e == ncclSuccess || e == ncclInProgress) << e;
+  }
+  if (grouped) {
+    const ncclResult_t e = ncclGroupEnd();
+    ASSERT_TRUE(e == ncclSuccess || e == ncclInProgress) << e;
+  }
+  for (int r = 0; r < n; ++r) ASSERT_EQ(waitAsync(c[r]), ncclSuccess);
+}
+
 // Sums {rank+1} over the communicator and checks the result.
 void expectAllReduceWorks(ncclComm_t comm) {
   int n = 0, rank = 0;
@@ -379,25 +398,14 @@ TEST_F(ApiTest, RevokedCommunicatorSplitsAndGroupedSplitErrorsReachGroupEnd) {
 // group. A finalize answers ncclInProgress, which is no error of the group (the collectives were
 // dropped as if it were), and its thread starts after the group's collectives.
 TEST_F(ApiTest, NonBlockingFinalizeInAGroupAfterItsCollectives) {
-  ncclUniqueId id;
-  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
-  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
-  cfg.blocking = 0;
   ncclComm_t c[2] = {};
-  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
-  for (int r = 0; r < 2; ++r) {
-    ncclResult_t e = ncclCommInitRankConfig(&c[r], 2, id, r, &cfg);
-    ASSERT_TRUE(e == ncclSuccess || e == ncclInProgress) << e;
-  }
-  ncclResult_t e = ncclGroupEnd();
-  ASSERT_TRUE(e == ncclSuccess || e == ncclInProgress) << e;
-  for (ncclComm_t comm : c) ASSERT_EQ(waitAsync(comm), ncclSuccess);
+  ASSERT_NO_FATAL_FAILURE(initNonBlocking(2, c, /*grouped=*/true));
   std::vector<float> a(4, 1.0f), b(4, 2.0f);
   ASSERT_EQ(ncclGroupStart(), ncclSuccess);
   ASSERT_EQ(ncclAllReduce(a.data(), a.data(), 4, ncclFloat32, ncclSum, c[0], nullptr), ncclSuccess);
   ASSERT_EQ(ncclAllReduce(b.data(), b.data(), 4, ncclFloat32, ncclSum, c[1], nullptr), ncclSuccess);
   for (ncclComm_t comm : c) ASSERT_EQ(ncclCommFinalize(comm), ncclInProgress);
-  e = ncclGroupEnd();
+  const ncclResult_t e = ncclGroupEnd();
   ASSERT_TRUE(e == ncclSuccess || e == ncclInProgress) << e << ": " << ncclGetLastError(nullptr);
   for (ncclComm_t comm : c) EXPECT_EQ(waitAsync(comm), ncclSuccess);
   EXPECT_EQ(a[0], 3.0f);
@@ -410,16 +418,8 @@ TEST_F(ApiTest, NonBlockingFinalizeInAGroupAfterItsCollectives) {
 // thread) is refused at once; it used to join that finalize, which waited for this thread's next
 // call until MIXCCL_TIMEOUT. Revoking or splitting it meanwhile is refused just as promptly.
 TEST_F(ApiTest, CallsDuringANonBlockingFinalizeAreRefusedAtOnce) {
-  ncclUniqueId id;
-  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
-  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
-  cfg.blocking = 0;
   ncclComm_t c[2] = {};
-  for (int r = 0; r < 2; ++r) {
-    ncclResult_t e = ncclCommInitRankConfig(&c[r], 2, id, r, &cfg);
-    ASSERT_TRUE(e == ncclSuccess || e == ncclInProgress) << e;
-  }
-  for (ncclComm_t comm : c) ASSERT_EQ(waitAsync(comm), ncclSuccess);
+  ASSERT_NO_FATAL_FAILURE(initNonBlocking(2, c, /*grouped=*/false));
   ASSERT_EQ(ncclCommFinalize(c[0]), ncclInProgress);
   const auto start = std::chrono::steady_clock::now();
   EXPECT_EQ(ncclCommFinalize(c[0]), ncclInvalidArgument);
@@ -443,14 +443,8 @@ TEST_F(ApiTest, CallsDuringANonBlockingFinalizeAreRefusedAtOnce) {
 // queue a second finalize thread for the communicator (std::terminate at ncclGroupEnd). The
 // refusal fails the group, as NCCL's ncclGroupErrCheck does, so neither finalize runs.
 TEST_F(ApiTest, SecondFinalizeInAGroupIsRefused) {
-  ncclUniqueId id;
-  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
-  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
-  cfg.blocking = 0;
   ncclComm_t comm = nullptr;
-  ncclResult_t e = ncclCommInitRankConfig(&comm, 1, id, 0, &cfg);
-  ASSERT_TRUE(e == ncclSuccess || e == ncclInProgress) << e;
-  ASSERT_EQ(waitAsync(comm), ncclSuccess);
+  ASSERT_NO_FATAL_FAILURE(initNonBlocking(1, &comm, /*grouped=*/false));
   ASSERT_EQ(ncclGroupStart(), ncclSuccess);
   EXPECT_EQ(ncclCommFinalize(comm), ncclInProgress);
   EXPECT_EQ(ncclCommFinalize(comm), ncclInvalidArgument);

@@ -54,6 +54,15 @@ bool havePlatform(std::string* why) {
   return true;
 }
 
+// The first platform's first device (havePlatform() said there is one).
+cl_device_id firstDevice() {
+  cl_platform_id plat = nullptr;
+  cl_device_id d = nullptr;
+  clGetPlatformIDs(1, &plat, nullptr);
+  clGetDeviceIDs(plat, CL_DEVICE_TYPE_ALL, 1, &d, nullptr);
+  return d;
+}
+
 // Polls a fence until it leaves kInProgress or `limit` passes.
 Result pollFence(DeviceBackend* dev, Fence* f, std::chrono::milliseconds limit) {
   const auto end = std::chrono::steady_clock::now() + limit;
@@ -933,10 +942,7 @@ TEST(OpenclBackendProcess, UseContextRefusesWhatIsNoContext) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(
       {
-        cl_platform_id plat = nullptr;
-        cl_device_id d = nullptr;
-        clGetPlatformIDs(1, &plat, nullptr);
-        clGetDeviceIDs(plat, CL_DEVICE_TYPE_ALL, 1, &d, nullptr);
+        cl_device_id d = firstDevice();
         int code = 0;
         uint64_t notAContext[4] = {};  // (a braced list of several values would split the macro's arguments)
         notAContext[0] = 0x1234;
@@ -957,10 +963,7 @@ TEST(OpenclBackendProcess, ApplicationContextIsUsed) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(
       {
-        cl_platform_id plat = nullptr;
-        cl_device_id d = nullptr;
-        clGetPlatformIDs(1, &plat, nullptr);
-        clGetDeviceIDs(plat, CL_DEVICE_TYPE_ALL, 1, &d, nullptr);
+        cl_device_id d = firstDevice();
         cl_int err = CL_SUCCESS;
         cl_context ctx = clCreateContext(nullptr, 1, &d, nullptr, nullptr, &err);
         int code = 0;
