@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <exception>
 
+#include "algorithms/schedule.h"
 #include "common/config.h"
 #include "common/log.h"
 #include "src/core/communicator.h"
@@ -64,16 +65,39 @@ Result checkBuffers(const Op& op, bool queued) {
   DeviceBackend* dev = op.comm->backend();
   if (queued) MIXCCL_TRY(dev->checkStream(op.stream));
   if (op.count == 0) return Result::kSuccess;
+  algo::CollArgs shape;  // the buffers' sizes as the schedule builders count them
+  shape.kind = op.kind;
+  shape.rank = op.comm->rank();
+  shape.nranks = op.comm->nranks();
+  shape.root = op.root;
+  shape.count = op.count;
+  const size_t elem = dataTypeSize(op.dtype);
   const struct {
     bool used;
     const void* ptr;
+    uint64_t bytes;
     const char* name;
-  } bufs[] = {{readsInput(op), op.input, "sendbuff"}, {writesOutput(op), op.output, "recvbuff"}};
+  } bufs[] = {{readsInput(op), op.input, algo::inputElems(shape) * elem, "sendbuff"},
+              {writesOutput(op), op.output, algo::outputElems(shape) * elem, "recvbuff"}};
   const bool hostOk = !queued || (dev->caps().flags & kCapHostMemory) != 0;
   for (const auto& b : bufs) {
     if (!b.used || b.ptr == nullptr) continue;
     const MemKind kind = dev->memKind(b.ptr);
-    if (kind == MemKind::kDevice || (kind == MemKind::kHost && hostOk)) continue;
+    // The last byte too: a count larger than the buffer that runs into unmapped memory (or off a
+    // device allocation) is refused here instead of faulting in the middle of the collective. What
+    // lies between is taken on trust (one allocation has no holes); an overrun into other mapped
+    // memory cannot be told.
+    const bool usable = kind == MemKind::kDevice || (kind == MemKind::kHost && hostOk);
+    const void* last = static_cast<const char*>(b.ptr) + (b.bytes - 1);
+    if (usable && b.bytes > 1 && dev->memKind(last) != kind) {
+      return fail(Result::kInvalidArgument,
+                  "%s on rank %d: %s %p starts in %s memory but its last byte, %llu bytes on (%p), is not: is count "
+                  "%llu of %s larger than the buffer?",
+                  collName(op.kind), op.comm->rank(), b.name, b.ptr, kind == MemKind::kHost ? "host" : dev->name(),
+                  static_cast<unsigned long long>(b.bytes - 1), last, static_cast<unsigned long long>(op.count),
+                  dataTypeName(op.dtype));
+    }
+    if (usable) continue;
     if (kind == MemKind::kHost) {
       return fail(Result::kInvalidArgument,
                   "%s on rank %d: %s %p is not memory of the %s backend's device (host memory, or another "

@@ -59,6 +59,33 @@ TEST_F(HostBackendTest, UnreadableMemoryIsUnknownAndRefused) {
   munmap(none, page);
 }
 
+// A buffer whose first bytes are readable but whose count runs on into unreadable memory (a count
+// larger than the allocation) is refused with a message naming the buffer, instead of faulting
+// inside the collective; so is a recvbuff of that kind.
+TEST_F(HostBackendTest, ABufferRunningIntoUnreadableMemoryIsRefused) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  auto* two = static_cast<char*>(mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(two, MAP_FAILED);
+  ASSERT_EQ(mprotect(two + page, page, PROT_NONE), 0);      // stays reserved: no later mapping lands there
+  float* edge = reinterpret_cast<float*>(two + page - 32);  // 8 floats before the hole
+  std::vector<float> ok(64, 1.0f);
+  ncclComm_t comm = nullptr;
+  int dev = 0;
+  ASSERT_EQ(ncclCommInitAll(&comm, 1, &dev), ncclSuccess);
+  EXPECT_EQ(ncclAllReduce(edge, ok.data(), 16, ncclFloat32, ncclSum, comm, nullptr), ncclInvalidArgument);
+  std::string msg = ncclGetLastError(comm);
+  EXPECT_NE(msg.find("sendbuff"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("larger than the buffer"), std::string::npos) << msg;
+  EXPECT_EQ(ncclAllReduce(ok.data(), edge, 16, ncclFloat32, ncclSum, comm, nullptr), ncclInvalidArgument);
+  msg = ncclGetLastError(comm);
+  EXPECT_NE(msg.find("recvbuff"), std::string::npos) << msg;
+  // All-gather's output spans count * nranks elements: 8 fit, 16 would not (one rank here).
+  EXPECT_EQ(ncclAllGather(ok.data(), edge, 8, ncclFloat32, comm, nullptr), ncclSuccess);
+  EXPECT_EQ(ncclAllReduce(edge, edge, 8, ncclFloat32, ncclSum, comm, nullptr), ncclSuccess);
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+  munmap(two, 2 * page);
+}
+
 TEST_F(HostBackendTest, AllocationsAreAlignedAndUsable) {
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   for (size_t bytes : {size_t{0}, size_t{1}, size_t{63}, size_t{4095}, page, size_t{1} << 22}) {
