@@ -147,19 +147,19 @@ Result parsePolicy(const char* var, const std::string& value, std::vector<Entry>
     const size_t colon = part.find(':');
     if (colon != std::string::npos) {
       if (!lookupColl(part.substr(0, colon), &e.kind)) {
-        return fail(Result::kInvalidArgument,
+        return fail(Result::kInvalidUsage,
                     "%s=\"%s\": unknown collective \"%s\"; valid: allreduce, broadcast, reduce, allgather, "
                     "reducescatter, alltoall, gather, scatter",
                     var, value.c_str(), part.substr(0, colon).c_str());
       }
       e.hasColl = true;
       if (named[static_cast<int>(e.kind)]) {
-        return fail(Result::kInvalidArgument, "%s=\"%s\" names %s twice", var, value.c_str(), collName(e.kind));
+        return fail(Result::kInvalidUsage, "%s=\"%s\" names %s twice", var, value.c_str(), collName(e.kind));
       }
       named[static_cast<int>(e.kind)] = true;
       list = part.substr(colon + 1);
     } else if (global) {
-      return fail(Result::kInvalidArgument,
+      return fail(Result::kInvalidUsage,
                   "%s=\"%s\" has two lists without a collective; write \"list\" once, or \"coll:list;coll:list\"", var,
                   value.c_str());
     } else {
@@ -173,8 +173,7 @@ Result parsePolicy(const char* var, const std::string& value, std::vector<Entry>
       if (!n.empty()) e.names.push_back(n);
     }
     if (e.names.empty()) {
-      return fail(Result::kInvalidArgument, "%s=\"%s\": the entry \"%s\" lists no name", var, value.c_str(),
-                  raw.c_str());
+      return fail(Result::kInvalidUsage, "%s=\"%s\": the entry \"%s\" lists no name", var, value.c_str(), raw.c_str());
     }
     out->push_back(std::move(e));
   }
@@ -332,8 +331,8 @@ Result Tuner::configure(const std::string& algoPolicy, const std::string& protoP
     for (const std::string& n : e.names) {
       uint32_t mask = 0;
       if (!lookupAlgo(n, e.hasColl ? e.kind : CollKind::kAllReduce, &mask)) {
-        return fail(Result::kInvalidArgument, "NCCL_ALGO=\"%s\": unknown algorithm \"%s\"; valid: %s",
-                    algoPolicy.c_str(), n.c_str(), validAlgoNames().c_str());
+        return fail(Result::kInvalidUsage, "NCCL_ALGO=\"%s\": unknown algorithm \"%s\"; valid: %s", algoPolicy.c_str(),
+                    n.c_str(), validAlgoNames().c_str());
       }
     }
   }
@@ -386,7 +385,7 @@ Result Tuner::configure(const std::string& algoPolicy, const std::string& protoP
     allowed_[k] = keepDeterministic(kind, e->exclude ? autoChoices(kind, all & ~listed) : listed);
     if (!e->exclude) smallOnly_[k] = 0;  // asked for by name
     if (allowed_[k] == 0 && e->hasColl) {
-      return fail(Result::kInvalidArgument, "NCCL_ALGO=\"%s\" leaves %s with no algorithm; %s runs with: %s",
+      return fail(Result::kInvalidUsage, "NCCL_ALGO=\"%s\" leaves %s with no algorithm; %s runs with: %s",
                   algoPolicy.c_str(), collName(kind), collName(kind), namesOf(all).c_str());
     }
     if (allowed_[k] == 0) {
@@ -405,14 +404,14 @@ Result Tuner::configure(const std::string& algoPolicy, const std::string& protoP
     for (const std::string& n : e->names) {
       uint32_t mask = 0;
       if (!lookupProto(n, &mask)) {
-        return fail(Result::kInvalidArgument, "NCCL_PROTO=\"%s\": unknown protocol \"%s\"; valid: LL, LL128, Simple",
+        return fail(Result::kInvalidUsage, "NCCL_PROTO=\"%s\": unknown protocol \"%s\"; valid: LL, LL128, Simple",
                     protoPolicy.c_str(), n.c_str());
       }
       listed |= mask;
     }
     const uint32_t allowed = e->exclude ? 7u & ~listed : listed;
     if ((allowed & kProtoImplemented) == 0) {
-      return fail(Result::kInvalidArgument,
+      return fail(Result::kInvalidUsage,
                   "NCCL_PROTO=\"%s\" leaves %s without a protocol mixccl implements: it runs with Simple (LL and "
                   "LL128 are not implemented yet)",
                   protoPolicy.c_str(), collName(kind));

@@ -328,34 +328,34 @@ TEST(Tuner, PatIsTheBruckAllGatherAndReduceScatter) {
 
 TEST(Tuner, BadAlgorithmPoliciesAreRefusedNamingTheValidChoices) {
   Tuner t;
-  EXPECT_EQ(t.configure("Rnig", "", twoRanksShm()), Result::kInvalidArgument);
+  EXPECT_EQ(t.configure("Rnig", "", twoRanksShm()), Result::kInvalidUsage);
   EXPECT_TRUE(contains(lastError(), "unknown algorithm \"rnig\"")) << lastError();
   EXPECT_TRUE(contains(lastError(), "Ring") && contains(lastError(), "Tree") && contains(lastError(), "PAT") &&
               contains(lastError(), "recursive-doubling"))
       << lastError();
 
-  EXPECT_EQ(t.configure("allredcue:ring", "", twoRanksShm()), Result::kInvalidArgument);
+  EXPECT_EQ(t.configure("allredcue:ring", "", twoRanksShm()), Result::kInvalidUsage);
   EXPECT_TRUE(contains(lastError(), "unknown collective \"allredcue\"")) << lastError();
 
-  EXPECT_EQ(t.configure("ring;tree", "", twoRanksShm()), Result::kInvalidArgument);
+  EXPECT_EQ(t.configure("ring;tree", "", twoRanksShm()), Result::kInvalidUsage);
   EXPECT_TRUE(contains(lastError(), "two lists")) << lastError();
 
-  EXPECT_EQ(t.configure("allreduce:", "", twoRanksShm()), Result::kInvalidArgument);
+  EXPECT_EQ(t.configure("allreduce:", "", twoRanksShm()), Result::kInvalidUsage);
   EXPECT_TRUE(contains(lastError(), "lists no name")) << lastError();
 
-  EXPECT_EQ(t.configure("allreduce:ring;allreduce:tree", "", twoRanksShm()), Result::kInvalidArgument);
+  EXPECT_EQ(t.configure("allreduce:ring;allreduce:tree", "", twoRanksShm()), Result::kInvalidUsage);
   EXPECT_TRUE(contains(lastError(), "twice")) << lastError();
 
   // An entry that leaves the collective it names with nothing fails at once, naming what it has.
-  EXPECT_EQ(t.configure("allgather:binomial-tree", "", twoRanksShm()), Result::kInvalidArgument);
+  EXPECT_EQ(t.configure("allgather:binomial-tree", "", twoRanksShm()), Result::kInvalidUsage);
   EXPECT_TRUE(contains(lastError(), "leaves AllGather with no algorithm") && contains(lastError(), "ring"))
       << lastError();
   EXPECT_EQ(t.configure("allreduce:^ring,recursive-doubling,rabenseifner,one-shot,double-binary-tree,ordered", "",
                         twoRanksShm()),
-            Result::kInvalidArgument);
+            Result::kInvalidUsage);
   // Names AllReduce still lacks select nothing there: NCCL's PAT and NVLS.
   for (const char* policy : {"allreduce:PAT", "allreduce:NVLS"}) {
-    EXPECT_EQ(t.configure(policy, "", twoRanksShm()), Result::kInvalidArgument) << policy;
+    EXPECT_EQ(t.configure(policy, "", twoRanksShm()), Result::kInvalidUsage) << policy;
     EXPECT_TRUE(contains(lastError(), "leaves AllReduce with no algorithm") &&
                 contains(lastError(), "double-binary-tree"))
         << lastError();
@@ -428,19 +428,19 @@ TEST(Tuner, ProtocolPolicies) {
   EXPECT_EQ(t.configure("", "Simple", twoRanksShm()), Result::kSuccess) << lastError();
   EXPECT_EQ(t.configure("", "^LL,LL128", twoRanksShm()), Result::kSuccess) << lastError();
   EXPECT_EQ(t.configure("", "allreduce:simple;allgather:^ll", twoRanksShm()), Result::kSuccess) << lastError();
-  EXPECT_EQ(t.configure("", "LL", twoRanksShm()), Result::kInvalidArgument);
+  EXPECT_EQ(t.configure("", "LL", twoRanksShm()), Result::kInvalidUsage);
   EXPECT_TRUE(contains(lastError(), "Simple")) << lastError();
-  EXPECT_EQ(t.configure("", "Fast", twoRanksShm()), Result::kInvalidArgument);
+  EXPECT_EQ(t.configure("", "Fast", twoRanksShm()), Result::kInvalidUsage);
   EXPECT_TRUE(contains(lastError(), "unknown protocol \"fast\"; valid: LL, LL128, Simple")) << lastError();
 }
 
-// Through the API: a bad NCCL_ALGO fails communicator creation with ncclInvalidArgument and the
-// reason in ncclGetLastError.
+// Through the API: a bad NCCL_ALGO fails communicator creation with ncclInvalidUsage, as NCCL's
+// parseList answers an unknown name, and the reason in ncclGetLastError.
 TEST(Tuner, ABadPolicyFailsInitThroughTheApi) {
   testing::EnvGuard algo("NCCL_ALGO", "allreduce:bogus");
   ncclComm_t comm = nullptr;
   int dev = 0;
-  EXPECT_EQ(ncclCommInitAll(&comm, 1, &dev), ncclInvalidArgument);
+  EXPECT_EQ(ncclCommInitAll(&comm, 1, &dev), ncclInvalidUsage);
   EXPECT_TRUE(contains(ncclGetLastError(nullptr), "unknown algorithm \"bogus\"")) << ncclGetLastError(nullptr);
 }
 
