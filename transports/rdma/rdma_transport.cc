@@ -328,11 +328,17 @@ void RdmaHub::onConnectRequest(rdma_cm_event* ev) {
     // logged below
   } else {
     const size_t idx = h.src * kNumLanes + h.lane;
-    bool duplicate = parked[idx] != nullptr;
-    for (const auto& [id, e] : endpoints) {
-      if (!e->sender && e->peer == static_cast<int>(h.src) && e->lane == static_cast<int>(h.lane)) duplicate = true;
+    if (idx >= parked.size()) {
+      // parked[] is sized by setPeers(); no path polls before it today, but a request that came
+      // earlier is refused (logged) rather than written out of bounds.
+      why = "the connection request came before this rank knew its peers";
+    } else {
+      bool duplicate = parked[idx] != nullptr;
+      for (const auto& [id, e] : endpoints) {
+        if (!e->sender && e->peer == static_cast<int>(h.src) && e->lane == static_cast<int>(h.lane)) duplicate = true;
+      }
+      if (duplicate) why = "duplicate connection for this (source rank, lane)";
     }
-    if (duplicate) why = "duplicate connection for this (source rank, lane)";
   }
   if (why != nullptr) {
     MIXCCL_WARN("rdma: rank %d rejected a connection request: %s; ignoring it (the job continues)", ctx.rank, why);
@@ -534,8 +540,9 @@ class RdmaTransport final : public Transport {
       const std::vector<uint8_t>& b = peers[r].blob;
       if (b.size() % kRdmaBlobEntryBytes != 0 || b.size() > kRdmaMaxRails * kRdmaBlobEntryBytes) {
         return fail(Result::kInternalError,
-                    "rdma: rank %zu (host %s) published a %zu-byte address list, not a multiple of %zu bytes", r,
-                    peers[r].host.c_str(), b.size(), kRdmaBlobEntryBytes);
+                    "rdma: rank %zu (host %s) published a %zu-byte address list; this build reads up to %zu "
+                    "entries of %zu bytes (do all ranks run the same mixccl build?)",
+                    r, peers[r].host.c_str(), b.size(), static_cast<size_t>(kRdmaMaxRails), kRdmaBlobEntryBytes);
       }
       for (size_t off = 0; off < b.size(); off += kRdmaBlobEntryBytes) {  // none: no RDMA device there
         sockaddr_in a{};
