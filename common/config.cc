@@ -115,6 +115,11 @@ constexpr KnobDecl kTable[] = {
      "1 = AllReduce, ReduceScatter and Reduce fold every element over ranks 0..p-1 in rank order: bitwise the same "
      "result whatever the algorithm, size, chunking or transport (docs/TUNING.md has the cost); the same on every "
      "rank"},
+    // As NCCL's envConfigOverride: 0 or 1 replaces what the config (or its default) says; any other
+    // value leaves the config's choice.
+    {Knob::kCommBlocking, "NCCL_COMM_BLOCKING", Type::kInt, "-1",
+     "1 = every communicator is blocking, 0 = non-blocking, whatever ncclConfig_t.blocking says (also for "
+     "ncclCommInitRank without a config, splits and shrinks); other values leave the config's choice"},
 };
 static_assert(std::size(kTable) == static_cast<size_t>(Knob::kCount_), "every knob needs a table row");
 

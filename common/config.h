@@ -45,6 +45,7 @@ enum class Knob : int {
   // MIXCCL_OPENCL_HOST_MEMORY (auto or staged: how kernels reach registered host memory)
   kOpenclHostMemory,
   kDeterministic,  // MIXCCL_DETERMINISTIC (reductions fold in rank order, bitwise reproducible)
+  kCommBlocking,   // NCCL_COMM_BLOCKING (0 or 1 overrides ncclConfig_t.blocking)
   kCount_
 };
 

@@ -15,6 +15,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "common/config.h"
 #include "common/per_thread.h"
 
 namespace mixccl::api {
@@ -208,9 +209,22 @@ Result lookupReadyComm(const char* fn, ncclComm_t handle, Communicator** out) {
   return Result::kSuccess;
 }
 
+namespace {
+
+// NCCL_COMM_BLOCKING: 0 or 1 replaces what the config (or its default) says, as NCCL's
+// envConfigOverride does after reading the config. Splits and shrinks without a config inherit
+// their parent's options, which had it applied.
+Result withBlockingOverride(CommOptions* out) {
+  const int64_t env = config::getInt(config::Knob::kCommBlocking);
+  if (env == 0 || env == 1) out->blocking = env == 1;
+  return Result::kSuccess;
+}
+
+}  // namespace
+
 Result parseConfig(const char* fn, const ncclConfig_t* config, CommOptions* out) {
   *out = CommOptions{};
-  if (config == nullptr) return Result::kSuccess;
+  if (config == nullptr) return withBlockingOverride(out);
   // Only fields that lie inside the caller's struct are read (an older caller has a smaller one);
   // the others keep their NCCL_CONFIG_INITIALIZER values, as NCCL copies min(size, its sizeof).
   auto has = [config](size_t offset, size_t bytes) { return offset + bytes <= config->size; };
@@ -257,7 +271,7 @@ Result parseConfig(const char* fn, const ncclConfig_t* config, CommOptions* out)
   if (has(offsetof(ncclConfig_t, commName), sizeof(const char*)) && config->commName != nullptr) {
     out->name = config->commName;
   }
-  return Result::kSuccess;
+  return withBlockingOverride(out);
 }
 
 }  // namespace mixccl::api

@@ -413,6 +413,34 @@ TEST_F(ApiTest, NonBlockingFinalizeInAGroupAfterItsCollectives) {
   for (ncclComm_t comm : c) EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
 }
 
+// NCCL_COMM_BLOCKING overrides ncclConfig_t.blocking both ways, and a config-less init's default,
+// as NCCL's envConfigOverride; other values leave the config's choice.
+TEST_F(ApiTest, NcclCommBlockingOverridesTheConfig) {
+  auto init = [](const char* env, int blocking, bool withConfig) {
+    setenv("NCCL_COMM_BLOCKING", env, 1);
+    config::resetForTesting();
+    ncclUniqueId id;
+    EXPECT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+    ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+    cfg.blocking = blocking;
+    ncclComm_t comm = nullptr;
+    const ncclResult_t r =
+        withConfig ? ncclCommInitRankConfig(&comm, 1, id, 0, &cfg) : ncclCommInitRank(&comm, 1, id, 0);
+    if (comm != nullptr) {
+      EXPECT_EQ(waitAsync(comm), ncclSuccess);
+      EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+    }
+    return r;
+  };
+  EXPECT_EQ(init("1", 0, true), ncclSuccess);      // blocking although the config says not
+  EXPECT_EQ(init("0", 1, true), ncclInProgress);   // non-blocking although the config says blocking
+  EXPECT_EQ(init("0", 0, false), ncclInProgress);  // and without a config
+  EXPECT_EQ(init("7", 0, true), ncclInProgress);   // not 0 or 1: the config decides
+  EXPECT_EQ(init("7", 1, true), ncclSuccess);
+  unsetenv("NCCL_COMM_BLOCKING");
+  config::resetForTesting();
+}
+
 // A finalize counts from its call, as NCCL's finalizeCalled, not from when its work ends. A second
 // finalize of a rank whose non-blocking finalize still waits for the other rank (driven by this
 // thread) is refused at once; it used to join that finalize, which waited for this thread's next
