@@ -153,6 +153,10 @@ class TimingSimulator {
   // (a binomial broadcast's ranks k*p/8 have log2(p/8) children; a typical rank has one or none).
   Result checkBudget() {
     const int n = opt_.nranks;
+    if (opt_.minSteps > static_cast<double>(opt_.stepBudget)) {
+      return overBudget(opt_.minSteps, " or more (a message carries at most one chunk)",
+                        "simulate fewer bytes, a larger chunk or fewer ranks, or raise the budget");
+    }
     std::vector<int> sample;
     if (n <= kSampleRanks) {
       for (int r = 0; r < n; ++r) sample.push_back(r);
@@ -172,22 +176,24 @@ class TimingSimulator {
     }
     estimate_ = sum / static_cast<double>(sample.size()) * n;
     if (estimate_ > static_cast<double>(opt_.stepBudget)) {
-      return overBudget(estimate_, sample.size());
+      char where[64];
+      snprintf(where, sizeof(where), " (estimated from %zu sampled ranks)", sample.size());
+      return overBudget(estimate_, where);
     }
     return Result::kSuccess;
   }
 
-  Result overBudget(double steps, size_t sampled) {
+  // `how`: how `steps` was found (estimated, extrapolated, a lower bound); `advice`: what to do.
+  Result overBudget(double steps, const char* how,
+                    const char* advice =
+                        "a ring schedule has about 2(p-1) steps per rank and round, so large rings do not fit. "
+                        "Simulate fewer ranks or raise the budget") {
     overBudgetSteps_ = steps;
-    // Extrapolated to every rank from a sample, or from the ranks built when the budget ran out.
-    char where[96] = " (extrapolated from the ranks built so far)";
-    if (sampled > 0) snprintf(where, sizeof(where), " (estimated from %zu sampled ranks)", sampled);
     return fail(Result::kInvalidUsage,
                 "%s at %d ranks: about %.4g steps%s, %.4g per rank, exceed the step budget of %llu steps (%zu bytes "
-                "each); a ring schedule has about 2(p-1) steps per rank and round, so large rings do not fit. "
-                "Simulate fewer ranks or raise the budget",
-                opt_.label.c_str(), opt_.nranks, steps, where, steps / opt_.nranks,
-                static_cast<unsigned long long>(opt_.stepBudget), sizeof(PackedStep));
+                "each); %s",
+                opt_.label.c_str(), opt_.nranks, steps, how, steps / opt_.nranks,
+                static_cast<unsigned long long>(opt_.stepBudget), sizeof(PackedStep), advice);
   }
 
   uint32_t linkOf(int src, int dst) {
@@ -215,7 +221,8 @@ class TimingSimulator {
     for (int r = 0; r < n; ++r) {
       MIXCCL_TRY(source_(r, &s));
       if (steps_.size() + s.steps.size() > opt_.stepBudget) {
-        return overBudget(static_cast<double>(steps_.size() + s.steps.size()) * n / (r + 1), 0);
+        return overBudget(static_cast<double>(steps_.size() + s.steps.size()) * n / (r + 1),
+                          " (extrapolated from the ranks built so far)");
       }
       ranks_[r].next = steps_.size();
       // Consecutive steps mostly talk to the same peers (rings always do): skip the table then.
@@ -418,12 +425,22 @@ Result simulateTiming(const TimingOptions& options, const ScheduleSource& source
   return sim.run(stats);
 }
 
+double minCollectiveSteps(const CollArgs& args) {
+  if (args.nranks < 2 || args.chunkElems == 0 || args.kind == CollKind::kSend || args.kind == CollKind::kRecv) {
+    return 0;
+  }
+  const double messages = static_cast<double>(args.count / args.chunkElems + (args.count % args.chunkElems != 0));
+  return messages * (args.nranks - 1);
+}
+
 Result simulateCollectiveTiming(const CollArgs& args, const TimingOptions& options, TimingStats* stats) {
   CollArgs a = args;
   a.nranks = options.nranks;
   a.fifoDepth = options.fifoDepth;
+  TimingOptions o = options;
+  o.minSteps = std::max(o.minSteps, minCollectiveSteps(a));
   return simulateTiming(
-      options,
+      o,
       [&a](int rank, Schedule* out) {
         a.rank = rank;
         return buildSchedule(a, out);

@@ -46,10 +46,13 @@
 //
 // Limits. A step budget (TimingOptions::stepBudget) bounds memory: before building every
 // schedule, the step count is estimated from a sample of ranks and refused when over the budget;
-// while building, the exact count is checked again. When no rank can progress but some are
-// unfinished the run is a deadlock; the error names who waits for what, like sim.cc. Schedule
-// faults that change timing (a message whose size differs from the receiving step's count, a
-// peer out of range, a message left unreceived) fail too; value faults are sim.h's business.
+// while building, the exact count is checked again. Building a sampled rank's schedule costs its
+// size, so a caller that knows a lower bound on the steps (TimingOptions::minSteps, e.g.
+// minCollectiveSteps) has a run far over the budget refused before the first build.
+// When no rank can progress but some are unfinished the run is a deadlock; the error names who
+// waits for what, like sim.cc. Schedule faults that change timing (a message whose size differs
+// from the receiving step's count, a peer out of range, a message left unreceived) fail too;
+// value faults are sim.h's business.
 //
 // Threading: none; one call runs to completion. Errors are reported as Result + lastError().
 
@@ -72,6 +75,10 @@ struct TimingOptions {
   uint32_t fifoDepth = 1;             // slots per (src, dst) link, >= 1
   uint64_t stepBudget = 400'000'000;  // most steps (all ranks together) the run may hold
   std::string label = "schedule";     // what is simulated, for messages (e.g. "allreduce ring")
+  // At least this many steps, all ranks together, known without building (0: unknown). Over the
+  // budget, the run is refused before any schedule is built: the sample builds whole schedules,
+  // and one rank's ring of 2^56 bytes is 1e11 steps, terabytes while being built.
+  double minSteps = 0;
 };
 
 struct TimingStats {
@@ -98,8 +105,16 @@ using ScheduleSource = std::function<Result(int rank, Schedule* out)>;
 // schedule fault (lastError() says which). Whatever `source` fails with is passed on.
 Result simulateTiming(const TimingOptions& options, const ScheduleSource& source, TimingStats* stats);
 
+// A lower bound on the steps of `args`'s schedules over all ranks, whatever the algorithm: a
+// message carries at most args.chunkElems elements, a step sends and receives at most one, and in
+// every collective at least nranks - 1 ranks receive or send `count` elements of their own (a
+// broadcast's or scatter's receivers, a reduce's or gather's senders, every rank of the others).
+// A double: it may exceed 64 bits.
+double minCollectiveSteps(const CollArgs& args);
+
 // simulateTiming() over buildSchedule(args with rank = r) for every rank r; args.nranks and
-// args.fifoDepth are taken from `options`.
+// args.fifoDepth are taken from `options`, and options.minSteps from minCollectiveSteps() when
+// it is larger.
 Result simulateCollectiveTiming(const CollArgs& args, const TimingOptions& options, TimingStats* stats);
 
 }  // namespace mixccl::algo

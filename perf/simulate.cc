@@ -154,6 +154,9 @@ Outcome runCase(const Setup& setup, CollKind kind, int ranks, uint64_t bytes, Al
   algo::TimingOptions t = setup.timing;
   t.nranks = ranks;
   t.label = std::string(collName(kind)) + " " + algo::algoName(algo) + " " + sizeText(bytes);
+  // Refuses a case far over the budget before the sample builds a whole schedule of it (a 2-rank
+  // ring of 99999999G grew by gigabytes a second building rank 0's 1e11 steps; 1000G takes a second).
+  t.minSteps = algo::minCollectiveSteps(args);
   // The builders' own time is reported apart: some are O(nranks) per rank even when the schedule
   // is short (a ring's chains over empty segments), which is not the simulator's cost.
   using Clock = std::chrono::steady_clock;

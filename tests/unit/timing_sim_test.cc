@@ -262,21 +262,24 @@ TEST(TimingSim, ReportsScheduleFaults) {
 }
 
 TEST(TimingSim, RefusesRunsOverTheStepBudget) {
-  // Ring all-reduce at 64 ranks with 64 chunks per segment: about 2 * 64 * 64 steps per rank.
+  // Ring all-reduce at 64 ranks with 64 chunks per segment: about 2 * 64 * 64 steps per rank,
+  // over the budget, while the lower bound of minCollectiveSteps (63 * 64 * 64) is not: the
+  // sample's estimate refuses it.
   CollArgs a;
   a.kind = CollKind::kAllReduce;
   a.algo = Algo::kRing;
   a.count = 64 * 64;
   a.chunkElems = 1;
   TimingOptions o = unitModel(64, 2);
-  o.stepBudget = 100000;
+  o.stepBudget = 300000;
   o.label = "allreduce ring";
   TimingStats t;
   EXPECT_EQ(simulateCollectiveTiming(a, o, &t), Result::kInvalidUsage);
   EXPECT_NE(lastError().find("allreduce ring at 64 ranks"), std::string::npos) << lastError();
   EXPECT_TRUE(t.overBudget);
-  EXPECT_GT(t.budgetSteps, 100000);
-  EXPECT_NE(lastError().find("step budget of 100000"), std::string::npos) << lastError();
+  EXPECT_GT(t.budgetSteps, 300000);
+  EXPECT_NE(lastError().find("step budget of 300000"), std::string::npos) << lastError();
+  EXPECT_NE(lastError().find("estimated from 64 sampled ranks"), std::string::npos) << lastError();
   EXPECT_NE(lastError().find("2(p-1) steps per rank"), std::string::npos) << lastError();
   EXPECT_NE(lastError().find("fewer ranks"), std::string::npos) << lastError();
   o.stepBudget = 1000000;
@@ -298,6 +301,66 @@ TEST(TimingSim, RefusesRunsOverTheStepBudget) {
   EXPECT_NE(lastError().find("step budget of 100 "), std::string::npos) << lastError();
   EXPECT_NE(lastError().find("extrapolated from the ranks built so far"), std::string::npos) << lastError();
   EXPECT_TRUE(t.overBudget);
+}
+
+// A case whose every schedule is huge is refused before the sample builds one: a 2-rank ring of
+// 2^50 elements in chunks of 2^17 used to build rank 0's 1.3e10 steps first (hundreds of
+// gigabytes). The lower bound: nranks - 1 ranks each move count elements, a chunk per message.
+TEST(TimingSim, RefusesRunsWhoseLowerBoundIsOverTheBudgetBeforeBuilding) {
+  CollArgs a;
+  a.kind = CollKind::kAllReduce;
+  a.algo = Algo::kRing;
+  a.nranks = 2;
+  a.count = 4096 + 1;
+  a.chunkElems = 16;
+  EXPECT_EQ(minCollectiveSteps(a), 257.0);
+  a.nranks = 5;
+  EXPECT_EQ(minCollectiveSteps(a), 4 * 257.0);
+  a.nranks = 1;
+  EXPECT_EQ(minCollectiveSteps(a), 0.0) << "one rank sends nothing";
+  a.nranks = 65536;
+  a.count = uint64_t{1} << 62;
+  a.chunkElems = 1;
+  EXPECT_GT(minCollectiveSteps(a), 1e23) << "beyond 64 bits, not wrapped";
+
+  a.count = uint64_t{1} << 50;
+  a.chunkElems = uint64_t{1} << 17;
+  TimingOptions o = unitModel(2, 8);
+  o.label = "allreduce ring";
+  TimingStats t;
+  EXPECT_EQ(simulateCollectiveTiming(a, o, &t), Result::kInvalidUsage);
+  EXPECT_TRUE(t.overBudget);
+  EXPECT_EQ(t.budgetSteps, 8589934592.0);
+  EXPECT_NE(lastError().find("or more (a message carries at most one chunk)"), std::string::npos) << lastError();
+  EXPECT_NE(lastError().find("fewer bytes, a larger chunk"), std::string::npos) << lastError();
+
+  // simulateTiming() with the bound set builds nothing.
+  int builds = 0;
+  o.minSteps = 2.0 * o.stepBudget;
+  EXPECT_EQ(simulateTiming(
+                o,
+                [&](int, Schedule* s) {
+                  ++builds;
+                  s->steps.clear();
+                  return Result::kSuccess;
+                },
+                &t),
+            Result::kInvalidUsage);
+  EXPECT_EQ(builds, 0);
+  EXPECT_TRUE(t.overBudget);
+  // At the budget it is no refusal.
+  o.minSteps = static_cast<double>(o.stepBudget);
+  EXPECT_EQ(simulateTiming(
+                o,
+                [&](int, Schedule* s) {
+                  ++builds;
+                  s->steps.clear();
+                  return Result::kSuccess;
+                },
+                &t),
+            Result::kSuccess)
+      << lastError();
+  EXPECT_GT(builds, 0);
 }
 
 }  // namespace

@@ -1,0 +1,45 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: 2026 The mixccl authors
+"""perf/simulate's limits: a case far over the step budget is refused before any schedule is
+built (under a 2 GiB address-space limit, so a run that builds it fails instead of swapping).
+Usage: simulate_test.py SIMULATE"""
+import resource
+import subprocess
+import sys
+
+SIMULATE = sys.argv[1]
+failures = []
+
+
+def limit_memory():
+    resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+
+def run(*flags):
+    return subprocess.run([SIMULATE, *flags], capture_output=True, text=True, timeout=60, preexec_fn=limit_memory)
+
+
+def check(ok, what, r):
+    if not ok:
+        failures.append(f"{what}: status {r.returncode}\n{r.stdout}{r.stderr}")
+
+
+# 99999999 GiB over 2 ranks: 2e11 messages of one 512 KiB chunk each, far over the 4e8 budget.
+# The sample used to build a rank's whole schedule first (minutes, tens of GB); 1000 GiB fits.
+for algo in ("ring", "all"):
+    r = run("--ranks", "2", "--algo", algo, "--bytes", "99999999G")
+    check(r.returncode == 0 and "over budget" in r.stdout and "or more" in r.stderr
+          and "fewer bytes, a larger chunk" in r.stderr, f"99999999G --algo {algo} refused by the budget", r)
+r = run("--ranks", "2", "--algo", "ring", "--bytes", "1000G")
+check(r.returncode == 0 and "over budget" not in r.stdout and " ring " in r.stdout, "1000G simulated", r)
+# A smaller budget refuses by the same bound, and a larger chunk brings the case back in.
+r = run("--ranks", "4", "--algo", "ring", "--bytes", "64M", "--step-budget", "100")
+check(r.returncode == 0 and "over budget" in r.stdout and "or more" in r.stderr, "64M with a budget of 100", r)
+r = run("--ranks", "4", "--algo", "ring", "--bytes", "64M", "--step-budget", "100", "--chunk", "64M")
+check(r.returncode == 0 and "over budget" not in r.stdout, "64M in 64M chunks with a budget of 100", r)
+
+for f in failures:
+    print("FAIL:", f)
+print(f"simulate_test: {len(failures)} failure(s)")
+sys.exit(1 if failures else 0)
