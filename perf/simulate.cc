@@ -14,11 +14,13 @@
 #include <CLI/CLI.hpp>
 #include <cctype>
 #include <chrono>
+#include <cmath>
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "algorithms/timing_sim.h"
@@ -335,8 +337,16 @@ int run(int argc, char** argv) {
   }
   if (c.fifoDepth < 1) return usageError("--fifo-depth must be at least 1");
   if (!(c.stepBudget >= 1)) return usageError("--step-budget must be at least 1");
-  for (double v : {c.alphaIntraUs, c.betaIntraNs, c.alphaInterUs, c.betaInterNs, c.gammaNs}) {
-    if (!(v >= 0)) return usageError("the link model's alpha, beta and gamma must be non-negative");
+  const std::pair<const char*, double> link[] = {{"--alpha-intra", c.alphaIntraUs},
+                                                 {"--beta-intra", c.betaIntraNs},
+                                                 {"--alpha-inter", c.alphaInterUs},
+                                                 {"--beta-inter", c.betaInterNs},
+                                                 {"--gamma", c.gammaNs}};
+  for (const auto& [flag, v] : link) {
+    // NaN fails the comparison; an infinite cost would only predict infinite times.
+    if (!(v >= 0) || std::isinf(v)) {
+      return usageError("%s %g: the link model's alpha, beta and gamma must be finite and non-negative", flag, v);
+    }
   }
   if (c.betaIntraNs == 0 || c.betaInterNs == 0) return usageError("--beta-intra and --beta-inter must be positive");
 

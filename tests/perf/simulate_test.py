@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # SPDX-FileCopyrightText: 2026 The mixccl authors
 """perf/simulate's limits: a case far over the step budget is refused before any schedule is
-built (under a 2 GiB address-space limit, so a run that builds it fails instead of swapping).
+built (under a 2 GiB address-space limit, so a run that builds it fails instead of swapping), and
+an infinite, negative or NaN alpha, beta or gamma is refused with status 2, as bad input.
 Usage: simulate_test.py SIMULATE"""
 import resource
 import subprocess
@@ -38,6 +39,13 @@ r = run("--ranks", "4", "--algo", "ring", "--bytes", "64M", "--step-budget", "10
 check(r.returncode == 0 and "over budget" in r.stdout and "or more" in r.stderr, "64M with a budget of 100", r)
 r = run("--ranks", "4", "--algo", "ring", "--bytes", "64M", "--step-budget", "100", "--chunk", "64M")
 check(r.returncode == 0 and "over budget" not in r.stdout, "64M in 64M chunks with a budget of 100", r)
+
+for flag in ("--alpha-intra", "--beta-intra", "--alpha-inter", "--beta-inter", "--gamma"):
+    for value in ("inf", "-inf", "nan", "-1"):
+        r = run("--ranks", "2", "--algo", "ring", f"{flag}={value}")
+        check(r.returncode == 2 and f"{flag} " in r.stderr and "finite and non-negative" in r.stderr
+              and "time(us)" not in r.stdout,
+              f"{flag}={value} refused", r)
 
 for f in failures:
     print("FAIL:", f)
