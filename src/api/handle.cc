@@ -144,10 +144,20 @@ Result lookupComm(const char* fn, ncclComm_t handle, Communicator** out) {
   return Result::kSuccess;
 }
 
-Result takeComm(const char* fn, ncclComm_t handle, Communicator** out) {
+Result takeComm(const char* fn, ncclComm_t handle, Communicator** out, bool destroy) {
   if (handle == nullptr) return fail(Result::kInvalidArgument, "%s: comm is NULL", fn);
   std::lock_guard<std::shared_mutex> lock(gMutex);
   MIXCCL_TRY(checkLive(fn, handle));
+  const Communicator* c = handle->impl.get();
+  // A blocking init in a group is still running too, but its ncclGroupEnd waits for it anyway,
+  // and a destroy in that group runs after it.
+  if (destroy && !c->options().blocking && c->state() == CommState::kInitializing) {
+    return fail(
+        Result::kInvalidArgument,
+        "%s: communicator of rank %d is still initialising (non-blocking init); wait until "
+        "ncclCommGetAsyncError no longer says ncclInProgress, or call ncclCommAbort to stop the init and free it",
+        fn, c->rank());
+  }
   gLive->erase(handle);
   *out = handle->impl.get();
   return Result::kSuccess;

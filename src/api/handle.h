@@ -37,8 +37,12 @@ Result lookupCallerComm(const char* fn, ncclComm_t handle, Communicator** out);
 // of several racing destroyers wins; the caller then waits for pinned calls and frees it. In a
 // fork()ed child it is kInvalidUsage and the handle stays: freeing the copy would close the
 // parent's rank page and shared lanes, and tell its peers it left. The child's copy of the memory
-// goes when the child exits.
-Result takeComm(const char* fn, ncclComm_t handle, Communicator** out);
+// goes when the child exits. `destroy`: refuse (kInvalidArgument, the handle stays) a
+// communicator whose non-blocking init is still running, as NCCL's ncclCommEnsureReady does:
+// destroy would wait for that init, until MIXCCL_TIMEOUT when a peer never comes. Abort takes it
+// in any state (its flag stops the init). Checked under the registry lock, where no call can pin
+// the communicator meanwhile: pinning it first to look would make waitForCalls wait for that pin.
+Result takeComm(const char* fn, ncclComm_t handle, Communicator** out, bool destroy);
 // Frees a handle taken with takeComm once no call uses it (Communicator::waitForCalls) with the
 // buffer and window registrations the user did not deregister (dropRegistrations), and drops its
 // reference to the communicator, which goes when no group holds one either (Communicator::hold:

@@ -371,7 +371,7 @@ MIXCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
   return apiGuard("ncclCommDestroy", [&]() -> Result {
     if (comm == nullptr) return Result::kSuccess;  // NCCL accepts destroying a NULL communicator
     Communicator* c = nullptr;
-    MIXCCL_TRY(mixccl::api::takeComm("ncclCommDestroy", comm, &c));
+    MIXCCL_TRY(mixccl::api::takeComm("ncclCommDestroy", comm, &c, /*destroy=*/true));
     // In a group, as NCCL: at its end, after the group's splits, collectives, shrinks and
     // finalizes, which may need this communicator (and, for one thread driving several ranks,
     // other ranks' calls that come after this one). The handle is gone for new calls already.
@@ -388,7 +388,7 @@ MIXCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
   return apiGuard("ncclCommAbort", [&]() -> Result {
     if (comm == nullptr) return Result::kSuccess;  // NCCL accepts aborting a NULL communicator
     Communicator* c = nullptr;
-    MIXCCL_TRY(mixccl::api::takeComm("ncclCommAbort", comm, &c));
+    MIXCCL_TRY(mixccl::api::takeComm("ncclCommAbort", comm, &c, /*destroy=*/false));
     c->abort();
     endComm(comm, c, /*forgetGroup=*/true);
     return Result::kSuccess;

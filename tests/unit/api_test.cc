@@ -169,6 +169,42 @@ TEST_F(ApiTest, NonBlockingInitIsPolledWithGetAsyncError) {
   for (int r = 0; r < kRanks; ++r) EXPECT_EQ(ncclCommDestroy(comms[r]), ncclSuccess);
 }
 
+// A non-blocking init whose peer has not come yet: destroy is refused at once as NCCL refuses it
+// (ncclCommEnsureReady: ncclInvalidArgument while the init is in progress) and the communicator
+// stays usable; abort stops the init and frees it at once. Destroy used to wait for the init,
+// until MIXCCL_TIMEOUT (60 s here, 30 min by default).
+TEST_F(ApiTest, DestroyOrAbortDuringANonBlockingInitReturnsAtOnce) {
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+  cfg.blocking = 0;
+  ncclComm_t comm = nullptr;
+  const ncclResult_t e = ncclCommInitRankConfig(&comm, 2, id, 0, &cfg);  // rank 1 never comes
+  ASSERT_TRUE(e == ncclInProgress || e == ncclSuccess) << ncclGetErrorString(e);
+  ncclResult_t async = ncclSuccess;
+  ASSERT_EQ(ncclCommGetAsyncError(comm, &async), ncclSuccess);
+  ASSERT_EQ(async, ncclInProgress);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(ncclCommDestroy(comm), ncclInvalidArgument);
+  EXPECT_NE(std::string(ncclGetLastError(comm)).find("still initialising"), std::string::npos)
+      << ncclGetLastError(comm);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));  // MIXCCL_TIMEOUT is 60
+  int n = 0;
+  EXPECT_EQ(ncclCommCount(comm, &n), ncclSuccess) << "a refused destroy leaves the handle";
+  EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  EXPECT_EQ(ncclCommCount(comm, &n), ncclInvalidArgument) << "abort freed it";
+
+  // Abort alone, on a fresh init: prompt as well.
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  comm = nullptr;
+  const ncclResult_t e2 = ncclCommInitRankConfig(&comm, 2, id, 1, &cfg);
+  ASSERT_TRUE(e2 == ncclInProgress || e2 == ncclSuccess) << ncclGetErrorString(e2);
+  const auto start2 = std::chrono::steady_clock::now();
+  EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
+  EXPECT_LT(std::chrono::steady_clock::now() - start2, std::chrono::seconds(10));
+}
+
 TEST_F(ApiTest, ConfigIsValidated) {
   ncclUniqueId id;
   ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
