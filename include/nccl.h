@@ -58,11 +58,14 @@ extern "C" {
 #define MIXCCL_DEPRECATED_(msg)
 #endif
 
-/* In C++ the argument enums below get a fixed underlying type, the unsigned int compilers pick for
- * them anyway (same size, values and signedness as in C), so that any value a C caller passes (a
- * bad datatype such as -1, say) is one the library can check, not undefined behaviour in the C++
- * code that receives it. */
-#if defined(__cplusplus) && __cplusplus >= 201103L
+/* Inside mixccl's own build (MIXCCL_FIXED_ENUM_TYPES, set on its API layer) the argument enums below
+ * get a fixed underlying type, the unsigned int compilers pick for them anyway (same size, values
+ * and calling convention), so that any value a C caller passes (a bad datatype such as -1, say) is
+ * one the library can check, not undefined behaviour in the C++ code that receives it. Users get
+ * NVIDIA's enums as they are: a fixed unsigned type would make C++ promote the values to unsigned
+ * instead of int, so code such as `op < n` (int n) would warn under -Wall and std::max(op + 0, n)
+ * would not compile, where it does with NVIDIA's header. */
+#if defined(__cplusplus) && __cplusplus >= 201103L && defined(MIXCCL_FIXED_ENUM_TYPES)
 #define MIXCCL_ENUM_INT_ : unsigned
 #else
 #define MIXCCL_ENUM_INT_
