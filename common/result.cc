@@ -10,6 +10,10 @@
 namespace mixccl {
 namespace {
 thread_local std::string tLastError;
+// tLastError's text in storage that never moves, for ncclGetLastError: a caller may keep that
+// pointer across later calls (as NCCL's static buffer allows), and std::string frees its old
+// buffer when a longer message replaces a shorter one. Kept equal to tLastError, truncated.
+thread_local char tLastErrorText[1024];
 thread_local int tQuiet MIXCCL_TLS_FAST = 0;
 thread_local std::string tQuietError;
 }  // namespace
@@ -26,6 +30,7 @@ Result failV(Result code, const char* fmt, va_list ap) {
     return code;
   }
   tLastError = buf;
+  snprintf(tLastErrorText, sizeof(tLastErrorText), "%s", buf);
   MIXCCL_WARN("%s", buf);
   return code;
 }
@@ -39,11 +44,18 @@ Result fail(Result code, const char* fmt, ...) {
 }
 
 const std::string& lastError() { return tLastError; }
+const char* lastErrorText() { return tLastErrorText; }
 const std::string& lastQuietError() { return tQuietError; }
 
 const std::string& lastFailure() { return tQuiet > 0 ? tQuietError : tLastError; }
-void clearLastError() { tLastError.clear(); }
-void setLastError(const std::string& message) { tLastError = message; }
+void clearLastError() {
+  tLastError.clear();
+  tLastErrorText[0] = '\0';
+}
+void setLastError(const std::string& message) {
+  tLastError = message;
+  snprintf(tLastErrorText, sizeof(tLastErrorText), "%s", message.c_str());
+}
 
 const char* resultString(Result r) {
   switch (r) {

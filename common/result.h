@@ -53,6 +53,9 @@ const std::string& lastFailure();
 
 // The last message recorded by fail() on this thread ("" when none).
 const std::string& lastError();
+// The same text (cut at 1023 bytes) at an address that stays valid for the thread's lifetime and
+// always shows the current message: what ncclGetLastError hands out.
+const char* lastErrorText();
 void clearLastError();
 // Makes `message` this thread's last error without logging it: for a failure that happened (and
 // was logged) on another thread, so that the thread that learns of it can read why.

@@ -475,5 +475,6 @@ MIXCCL_API(const char*, ncclGetErrorString, ncclResult_t result) {
 MIXCCL_API(const char*, ncclGetLastError, ncclComm_t comm) {
   // Messages are kept per thread: the thread that got an error code reads its own explanation.
   // ncclCommGetAsyncError hands an asynchronous failure's message to the thread that polls it.
-  return mixccl::lastError().c_str();
+  // The pointer stays valid when later failures replace the message, as NCCL's does.
+  return mixccl::lastErrorText();
 }

@@ -105,6 +105,29 @@ TEST_F(ApiTest, VersionAndErrorStrings) {
   EXPECT_STREQ(ncclGetErrorString(static_cast<ncclResult_t>(99)), "unknown result code");
 }
 
+// NCCL's ncclGetLastError returns a buffer that outlives later calls; callers keep the pointer, or
+// evaluate it before the failing call (printf("%d %s", ncclX(...), ncclGetLastError(NULL)) does
+// with GCC). A longer message must not move it (a std::string's c_str() did: use after free).
+TEST_F(ApiTest, LastErrorPointerSurvivesALongerMessage) {
+  // On a new thread, so no earlier test has left this thread's message storage large.
+  std::thread([] {
+    EXPECT_EQ(ncclGetVersion(nullptr), ncclInvalidArgument);
+    const char* kept = ncclGetLastError(nullptr);
+    const size_t keptLength = strlen(kept);
+    // A config without NCCL_CONFIG_INITIALIZER's magic is refused with a long explanation.
+    ncclUniqueId id;
+    ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+    ncclConfig_t bad = NCCL_CONFIG_INITIALIZER;
+    bad.magic = 0;
+    ncclComm_t comm = nullptr;
+    EXPECT_EQ(ncclCommInitRankConfig(&comm, 1, id, 0, &bad), ncclInvalidArgument);
+    if (comm != nullptr) (void)ncclCommDestroy(comm);
+    const char* now = ncclGetLastError(nullptr);
+    ASSERT_GT(strlen(now), 2 * keptLength) << now;
+    EXPECT_EQ(kept, now) << "ncclGetLastError's buffer moved when a longer message replaced it";
+  }).join();
+}
+
 TEST_F(ApiTest, InitAllAndGroupedCollectivesFromOneThread) {
   constexpr int kRanks = 4;
   ncclComm_t comms[kRanks];
