@@ -633,6 +633,69 @@ TEST(ReduceSemantics, Fp8SumSaturates) {
   EXPECT_EQ(out[3] & 0x7f, 0x7f);
 }
 
+// The caller's floating-point environment must not change the bits (PROTOCOL.md, "Arithmetic"): a
+// -ffast-math program runs with FTZ/DAZ set, others change the rounding mode or unmask exceptions
+// to find NaNs. Each case runs with MXCSR set as such a program would, in both kernel variants,
+// over 19 elements (vector blocks and a tail), and the caller's MXCSR must be back afterwards.
+TEST(ReduceSemantics, CallerFloatingPointEnvironmentChangesNothing) {
+#if !defined(__x86_64__)
+  GTEST_SKIP() << "sets the x86-64 MXCSR register";
+#else
+  constexpr unsigned kDaz = 1u << 6, kInvalidMask = 1u << 7, kRoundUp = 2u << 13, kFtz = 1u << 15;
+  struct Case {
+    const char* what;
+    unsigned csr;
+    DataType dtype;
+    RedOpKind op;
+    uint64_t a, b, want;
+  };
+  const Case cases[] = {
+      {"FTZ/DAZ: float denormal sum", 0x1f80u | kFtz | kDaz, DataType::kFloat32, RedOpKind::kSum, 1, 1, 2},
+      {"FTZ/DAZ: double denormal sum", 0x1f80u | kFtz | kDaz, DataType::kFloat64, RedOpKind::kSum, 1, 1, 2},
+      {"FTZ/DAZ: bfloat16 denormal sum", 0x1f80u | kFtz | kDaz, DataType::kBfloat16, RedOpKind::kSum, 1, 1, 2},
+      {"FTZ/DAZ: max(-1, denormal)", 0x1f80u | kFtz | kDaz, DataType::kFloat32, RedOpKind::kMax, 0xbf800000u, 1, 1},
+      {"round up: float 1 + 2^-24 ties to even", 0x1f80u | kRoundUp, DataType::kFloat32, RedOpKind::kSum, 0x3f800000u,
+       0x33800000u, 0x3f800000u},
+      {"round up: double 1 + 2^-53 ties to even", 0x1f80u | kRoundUp, DataType::kFloat64, RedOpKind::kSum,
+       0x3ff0000000000000u, 0x3ca0000000000000u, 0x3ff0000000000000u},
+      {"invalid unmasked: float inf + -inf", 0x1f80u & ~kInvalidMask, DataType::kFloat32, RedOpKind::kSum, 0x7f800000u,
+       0xff800000u, 0x7fc00000u},
+      {"invalid unmasked: half inf + -inf", 0x1f80u & ~kInvalidMask, DataType::kFloat16, RedOpKind::kSum, 0x7c00u,
+       0xfc00u, 0x7e00u},
+  };
+  constexpr size_t kCount = 19;
+  std::vector<host::KernelIsa> isas = {host::KernelIsa::kPortable};
+  if (host::kernelIsaAvailable(host::KernelIsa::kAvx2)) isas.push_back(host::KernelIsa::kAvx2);
+  const unsigned before = _mm_getcsr();
+  for (const Case& c : cases) {
+    const size_t size = dataTypeSize(c.dtype);
+    std::vector<uint8_t> a(kCount * size), b(kCount * size);
+    for (size_t i = 0; i < kCount; ++i) {
+      std::memcpy(&a[i * size], &c.a, size);
+      std::memcpy(&b[i * size], &c.b, size);
+    }
+    for (host::KernelIsa isa : isas) {
+      SCOPED_TRACE(std::string(c.what) + " (" + host::kernelIsaName(isa) + ")");
+      std::vector<uint8_t> dst(kCount * size, 0x55);
+      ReduceSpec spec;
+      spec.dtype = c.dtype;
+      spec.op = c.op;
+      _mm_setcsr(c.csr);
+      const Result r = host::reduceWithIsa(isa, dst.data(), a.data(), b.data(), kCount, spec, false, false);
+      const unsigned after = _mm_getcsr();
+      _mm_setcsr(before);
+      ASSERT_EQ(r, Result::kSuccess);
+      EXPECT_EQ(after, c.csr) << "the caller's MXCSR was not restored";
+      for (size_t i = 0; i < kCount; ++i) {
+        uint64_t got = 0;
+        std::memcpy(&got, &dst[i * size], size);
+        ASSERT_EQ(got, c.want) << "element " << i << " is 0x" << std::hex << got;
+      }
+    }
+  }
+#endif
+}
+
 TEST(ReduceValidation, RejectsUnknownTypeAndOp) {
   float x = 0;
   ReduceSpec spec;

@@ -20,6 +20,8 @@
 //  - A result that is a NaN is stored as the canonical NaN of its type (positive, quiet bit only:
 //    0x7fc00000, 0x7ff8000000000000, half 0x7e00, bfloat16 0x7fc0, e4m3 0x7f, e5m2 0x7e), whatever
 //    NaN the hardware made, so results are the same bits on every vendor's device.
+//  - The caller's floating-point environment plays no part: FTZ/DAZ (set by -ffast-math programs),
+//    another rounding mode or unmasked exceptions are switched off for the call and restored after.
 //  - dst may equal a or b exactly (in place); partial overlap is not allowed.
 //
 // The kernels are chosen once per call (data type x op x transforms) and run a typed loop; no
