@@ -94,6 +94,56 @@ inline std::vector<uint8_t> randomElements(int t, size_t n, std::mt19937_64& rng
   return v;
 }
 
+// Special bit patterns of type `t`, for tests that reduce every pair of them: zeros of both
+// signs, the smallest and largest subnormals, the smallest normal, 1 and its neighbour, half an ulp
+// of 1 (a tie in sums), the largest finite values, infinities, quiet and signalling NaNs with
+// payloads and a negative NaN, one ordinary value; integers at and around their limits. Every list
+// has an odd length, so a test over all pairs has an odd count (vector blocks and a tail).
+inline std::vector<uint64_t> specialBits(int t) {
+  switch (t) {
+    case 6:
+      return {0x0000, 0x8000, 0x0001, 0x83ff, 0x0400, 0x3c00, 0xbc00, 0x3c01, 0x1000,
+              0x7bff, 0xfbff, 0x7c00, 0xfc00, 0x7e01, 0x7c01, 0xfe00, 0x5555};
+    case 7:
+      return {0x00000000, 0x80000000, 0x00000001, 0x807fffff, 0x00800000, 0x3f800000,
+              0xbf800000, 0x3f800001, 0x33800000, 0x7f7fffff, 0xff7fffff, 0x7f800000,
+              0xff800000, 0x7fc00001, 0x7f800001, 0xffc00000, 0x40490fdb};
+    case 8:
+      return {0,
+              0x8000000000000000,
+              1,
+              0x800fffffffffffff,
+              0x0010000000000000,
+              0x3ff0000000000000,
+              0xbff0000000000000,
+              0x3ff0000000000001,
+              0x3ca0000000000000,
+              0x7fefffffffffffff,
+              0xffefffffffffffff,
+              0x7ff0000000000000,
+              0xfff0000000000000,
+              0x7ff8000000000001,
+              0x7ff0000000000001,
+              0xfff8000000000000,
+              0x400921fb54442d18};
+    case 9:
+      return {0x0000, 0x8000, 0x0001, 0x807f, 0x0080, 0x3f80, 0xbf80, 0x3f81, 0x3b80,
+              0x7f7f, 0xff7f, 0x7f80, 0xff80, 0x7fc1, 0x7f81, 0xffc0, 0x5555};
+    case 10:
+      return {0x00, 0x80, 0x01, 0x87, 0x08, 0x38, 0xb8, 0x39, 0x18, 0x7e, 0xfe, 0x7f, 0xff, 0x77, 0x55};
+    case 11:
+      return {0x00, 0x80, 0x01, 0x83, 0x04, 0x3c, 0xbc, 0x3d, 0x30, 0x7b, 0xfb, 0x7c, 0xfc, 0x7e, 0x7d, 0xfe, 0x55};
+    default: {
+      const int b = static_cast<int>(devTypeSize(t)) * 8;
+      const uint64_t mask = b == 64 ? ~0ull : (1ull << b) - 1;
+      const uint64_t top = 1ull << (b - 1);
+      std::vector<uint64_t> v = {0, 1, 2, 3, 100, top - 1, top, top + 1, ~0ull, ~1ull, top - 2};
+      for (uint64_t& x : v) x &= mask;
+      return v;
+    }
+  }
+}
+
 // Compares two result buffers of `t` elements. Returns "" when every element has equal bits (NaNs
 // too: every backend stores the canonical NaN, PROTOCOL.md "Arithmetic"); otherwise a description
 // of the first difference (element index and both values in hex) and how many elements differ.

@@ -916,6 +916,59 @@ TEST_F(OpenclBackendTest, ReduceInPlace) {
   }
 }
 
+// Every pair (a, b) of the special values (NaNs with payloads, infinities, signed zeros,
+// subnormals, ties, limits) under every op and transform, with special PreMulSum scalars (a NaN, an
+// infinity, a subnormal or wrapping integer, 1/3): the device kernels must store the host's bits.
+TEST_F(OpenclBackendTest, SpecialValuePairsMatchHostBitForBit) {
+  const BackendCaps caps = dev_->caps();
+  for (int t = 0; t < kNumDataTypes; ++t) {
+    if ((caps.dtypes & (1u << t)) == 0) continue;
+    const auto dtype = static_cast<DataType>(t);
+    const size_t size = dataTypeSize(dtype);
+    const std::vector<uint64_t> vals = testing::specialBits(t);
+    const size_t n = vals.size() * vals.size();
+    std::vector<uint8_t> a(n * size), b(n * size);
+    for (size_t i = 0; i < n; ++i) {
+      std::memcpy(&a[i * size], &vals[i / vals.size()], size);
+      std::memcpy(&b[i * size], &vals[i % vals.size()], size);
+    }
+    uint64_t third = 0;
+    encodeScalar(dtype, isFloatType(dtype) ? 1.0 / 3.0 : 3.0, reinterpret_cast<uint8_t*>(&third));
+    const uint64_t scalars[] = {vals[2], vals[vals.size() - 4], vals[vals.size() - 3], third};
+    Buffers da(dev_, Placement::kCoarse, n * size, 0);
+    Buffers db(dev_, Placement::kCoarse, n * size, 0);
+    Buffers dd(dev_, Placement::kCoarse, n * size, 0);
+    da.put(a);
+    db.put(b);
+    for (int op = 0; op < 4; ++op) {
+      for (int flags = 1; flags < 8; ++flags) {
+        const bool hasA = flags & 1, pre = flags & 2, post = flags & 4;
+        if (!hasA && op != 0) continue;
+        for (uint64_t scalar : scalars) {
+          if (!pre && scalar != scalars[0]) continue;
+          ReduceSpec spec;
+          spec.dtype = dtype;
+          spec.op = static_cast<RedOpKind>(op);
+          spec.preMul = pre;
+          std::memcpy(spec.scalar, &scalar, size);
+          spec.divisor = post ? 3 : 0;
+          SCOPED_TRACE(std::string(dataTypeName(dtype)) + " " + redOpName(spec.op) + " flags " + std::to_string(flags) +
+                       " scalar " + hexElem(spec.scalar, size));
+          std::vector<uint8_t> want(n * size);
+          ASSERT_EQ(host::reduce(want.data(), hasA ? a.data() : nullptr, b.data(), n, spec, true, true),
+                    Result::kSuccess);
+          ASSERT_EQ(dev_->reduce(dd.ptr(), hasA ? da.ptr() : nullptr, db.ptr(), n, spec, true, true, nullptr),
+                    Result::kSuccess)
+              << lastError();
+          const std::vector<uint8_t> got = dd.get(n * size);
+          const std::string diff = testing::compareElements(t, got.data(), want.data(), n * size);
+          ASSERT_TRUE(diff.empty()) << diff;
+        }
+      }
+    }
+  }
+}
+
 // ---- the application's context, in fresh processes (the runtime is process-wide) -----------------
 
 TEST(OpenclBackendProcess, BadDeviceKnobFailsWithAMessage) {

@@ -25,6 +25,7 @@
 #include "src/device/device_backend.h"
 #include "src/device/host/float_formats.h"
 #include "src/device/host/reduce_kernels.h"
+#include "tests/support/device_values.h"
 
 namespace mixccl {
 namespace {
@@ -502,6 +503,74 @@ TEST_P(Reduce, MatchesReferenceForEveryCombination) {
     }
   }
   EXPECT_GT(checked, 0);
+}
+
+// Every pair (a, b) of the special values of tests/support/device_values.h (NaNs with payloads,
+// infinities, signed zeros, subnormals, ties, limits), several of them as the PreMulSum scalar,
+// against the reference. A NaN result must be the type's canonical NaN bit for bit (rawEqual alone
+// would accept any NaN).
+std::vector<uint64_t> specialValues(DataType d) { return testing::specialBits(static_cast<int>(d)); }
+
+uint64_t canonicalNan(DataType d) {
+  switch (d) {
+    case DataType::kFloat16:
+      return 0x7e00;
+    case DataType::kFloat32:
+      return 0x7fc00000;
+    case DataType::kFloat64:
+      return 0x7ff8000000000000;
+    case DataType::kBfloat16:
+      return 0x7fc0;
+    case DataType::kFloat8e4m3:
+      return 0x7f;
+    default:
+      return 0x7e;
+  }
+}
+
+TEST_P(Reduce, SpecialValuesMatchTheContractBitForBit) {
+  const TypeInfo t = GetParam();
+  const size_t size = dataTypeSize(t.dtype);
+  const std::vector<uint64_t> vals = specialValues(t.dtype);
+  const size_t n = vals.size() * vals.size();
+  std::vector<uint8_t> a(n * size), b(n * size);
+  for (size_t i = 0; i < n; ++i) {
+    std::memcpy(&a[i * size], &vals[i / vals.size()], size);
+    std::memcpy(&b[i * size], &vals[i % vals.size()], size);
+  }
+  std::vector<uint64_t> scalars = {vals[1], vals[3], vals[6], vals[8], vals[vals.size() - 4], vals[vals.size() - 3]};
+  uint64_t third = 0;
+  encodeScalar(t.dtype, 1.0 / 3.0, reinterpret_cast<uint8_t*>(&third));
+  if (isFloatType(t.dtype)) scalars.push_back(third);
+  std::vector<host::KernelIsa> isas = {host::KernelIsa::kPortable};
+  if (host::kernelIsaAvailable(host::KernelIsa::kAvx2)) isas.push_back(host::KernelIsa::kAvx2);
+  for (host::KernelIsa isa : isas) {
+    for (RedOpKind op : {RedOpKind::kSum, RedOpKind::kProd, RedOpKind::kMax, RedOpKind::kMin}) {
+      for (int flags = 1; flags < 8; ++flags) {
+        const bool hasA = flags & 1, pre = flags & 2, post = flags & 4;
+        if (!hasA && op != RedOpKind::kSum) continue;
+        for (uint64_t scalar : pre ? scalars : std::vector<uint64_t>{0}) {
+          ReduceSpec spec;
+          spec.dtype = t.dtype;
+          spec.op = op;
+          spec.preMul = pre;
+          std::memcpy(spec.scalar, &scalar, size);
+          spec.divisor = post ? 3 : 0;
+          std::vector<uint8_t> dst(n * size, 0xcd);
+          ASSERT_EQ(host::reduceWithIsa(isa, dst.data(), hasA ? a.data() : nullptr, b.data(), n, spec, pre, post),
+                    Result::kSuccess);
+          for (size_t i = 0; i < n; ++i) {
+            uint64_t want = refElement(t, op, hasA, rawAt(a, i, size), rawAt(b, i, size), pre, scalar, post, 3);
+            if (isFloatType(t.dtype) && std::isnan(floatOf(t, want))) want = canonicalNan(t.dtype);
+            const uint64_t got = rawAt(dst, i, size);
+            ASSERT_EQ(got, want) << dataTypeName(t.dtype) << " " << host::kernelIsaName(isa) << " " << redOpName(op)
+                                 << " hasA=" << hasA << " pre=" << pre << " post=" << post << std::hex << " a=0x"
+                                 << rawAt(a, i, size) << " b=0x" << rawAt(b, i, size) << " scalar=0x" << scalar;
+          }
+        }
+      }
+    }
+  }
 }
 
 // Without a second operand or transforms the kernel copies bits exactly (a signalling NaN is not
