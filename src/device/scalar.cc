@@ -10,6 +10,7 @@
 
 #include "src/device/device_backend.h"
 #include "src/device/host/float_formats.h"
+#include "src/device/host/fp_env.h"
 
 namespace mixccl {
 namespace {
@@ -43,6 +44,9 @@ void put(T v, uint8_t* out) {
 
 void encodeScalar(DataType dtype, double value, uint8_t out[8]) {
   std::memset(out, 0, 8);
+  // The narrowing below rounds in the current mode (float: a plain conversion), so 1/nranks would
+  // get other bits on a rank whose program changed the rounding mode.
+  const fpenv::DefaultFpEnv env;
   using fmt16::roundToOddFloat;
   switch (dtype) {
     case DataType::kInt8:

@@ -312,6 +312,31 @@ TEST(EncodeScalar, RoundsCorrectlyFromDouble) {
   EXPECT_EQ(u64, std::numeric_limits<uint64_t>::max());
 }
 
+// Avg's 1/nranks and the arithmetic check's scalar must not depend on the caller's rounding mode:
+// a rank whose program rounds toward zero would otherwise encode 1/3 as 0x3eaaaaaa instead of the
+// nearest 0x3eaaaaab and fail the arithmetic check against every other rank.
+TEST(EncodeScalar, IgnoresTheCallersRoundingMode) {
+#if !defined(__x86_64__)
+  GTEST_SKIP() << "sets the x86-64 MXCSR register";
+#else
+  const unsigned before = _mm_getcsr();
+  for (unsigned mode : {1u, 2u, 3u}) {  // down, up, toward zero
+    for (int n : {3, 5, 6, 7, 9, 10, 11, 12, 13}) {
+      uint8_t out[8];
+      const double v = 1.0 / n;
+      _mm_setcsr((before & ~0x6000u) | (mode << 13));
+      encodeScalar(DataType::kFloat32, v, out);
+      const unsigned after = _mm_getcsr();
+      _mm_setcsr(before);
+      uint32_t got;
+      std::memcpy(&got, out, 4);
+      EXPECT_EQ(got, floatBits(static_cast<float>(v))) << "rounding mode " << mode << ", 1/" << n;
+      EXPECT_EQ(after & ~0x3fu, (before & ~0x6000u & ~0x3fu) | (mode << 13)) << "the caller's mode was not restored";
+    }
+  }
+#endif
+}
+
 // ---- reductions against a step-by-step reference -----------------------------------------------
 
 // Element access for any data type through double (floats) or int64 bits (integers).

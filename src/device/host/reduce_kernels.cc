@@ -6,12 +6,10 @@
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>
-#include <xmmintrin.h>
-#else
-#include <cfenv>
 #endif
 
 #include "common/types.h"
+#include "src/device/host/fp_env.h"
 
 // The portable variant: the baseline ISA of the build.
 #define MIXCCL_KERNEL_NS portable
@@ -39,44 +37,6 @@ bool cpuHasAvx2F16c() {
   return false;
 #endif
 }
-
-// The rounding contract (PROTOCOL.md, "Arithmetic") must not depend on the floating-point
-// environment of the thread that calls reduce(): a program built with -ffast-math has FTZ/DAZ set
-// from startup (denormal operands and results of float, double and bfloat16 become zero, where a GPU
-// keeps them), a program may have changed the rounding mode, and one that unmasked exceptions to
-// catch NaNs (feenableexcept) would die of SIGFPE on the inf - inf of a user's data or of the
-// init-time arithmetic check. So the kernels run in the default environment (round to nearest
-// even, no flush, exceptions masked) and the caller's is put back afterwards, flags included.
-class DefaultFpEnv {
- public:
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  // MXCSR: flags in bits 0-5 (kept, so the common case writes nothing), DAZ bit 6, masks 7-12,
-  // rounding 13-14, FTZ 15. 0x1f80 is the reset value: all masked, nearest, no flush.
-  DefaultFpEnv() : saved_(_mm_getcsr()) {
-    const unsigned want = 0x1f80u | (saved_ & 0x3fu);
-    if (saved_ != want) _mm_setcsr(want);
-  }
-  ~DefaultFpEnv() {
-    if (_mm_getcsr() != saved_) _mm_setcsr(saved_);
-  }
-
- private:
-  unsigned saved_;
-#else
-  DefaultFpEnv() {
-    if (fegetenv(&saved_) == 0) restore_ = fesetenv(FE_DFL_ENV) == 0;
-  }
-  ~DefaultFpEnv() {
-    if (restore_) (void)fesetenv(&saved_);
-  }
-
- private:
-  std::fenv_t saved_{};
-  bool restore_ = false;
-#endif
-  DefaultFpEnv(const DefaultFpEnv&) = delete;
-  DefaultFpEnv& operator=(const DefaultFpEnv&) = delete;
-};
 
 Result validate(void* dst, const void* b, size_t count, const ReduceSpec& spec) {
   const int dtype = static_cast<int>(spec.dtype);
@@ -137,7 +97,7 @@ Result reduceWithIsa(KernelIsa isa, void* dst, const void* a, const void* b, siz
     if (dst != b) std::memmove(dst, b, count * dataTypeSize(spec.dtype));
     return Result::kSuccess;
   }
-  const DefaultFpEnv env;
+  const fpenv::DefaultFpEnv env;
   if (isa == KernelIsa::kAvx2) {
     avx2::run(spec.dtype, args);
   } else {
