@@ -27,7 +27,7 @@ Result resolveReduction(Op* op) {
     spec.op = RedOpKind::kSum;
     if (isFloatType(op->dtype)) {
       spec.preMul = true;
-      encodeScalar(op->dtype, 1.0 / nranks, spec.scalar);
+      encodeReciprocal(op->dtype, static_cast<uint64_t>(nranks), spec.scalar);
     } else {
       spec.divisor = static_cast<uint64_t>(nranks);
     }

@@ -145,6 +145,9 @@ class DeviceBackend {
 // Writes `value` as one element of `dtype` (rounded to nearest even) into out[0..size). Used for
 // the Avg scalar 1/nranks; integer types truncate toward zero.
 void encodeScalar(DataType dtype, double value, uint8_t out[8]);
+// encodeScalar(dtype, 1.0 / n): the Avg scalar, with the division too in the default rounding mode,
+// so every rank gets the same bits whatever its program did to the floating-point environment.
+void encodeReciprocal(DataType dtype, uint64_t n, uint8_t out[8]);
 
 // The backend for host memory: synchronous, CPU kernels.
 std::unique_ptr<DeviceBackend> makeHostBackend();

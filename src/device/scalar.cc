@@ -42,6 +42,18 @@ void put(T v, uint8_t* out) {
 
 }  // namespace
 
+void encodeReciprocal(DataType dtype, uint64_t n, uint8_t out[8]) {
+  // The compiler takes arithmetic for free of side effects and may move it across the MXCSR writes
+  // of the guard; volatile operands pin the division between them.
+  volatile double one = 1.0;
+  volatile double value = 0;
+  {
+    const fpenv::DefaultFpEnv env;
+    value = one / static_cast<double>(n);
+  }
+  encodeScalar(dtype, value, out);
+}
+
 void encodeScalar(DataType dtype, double value, uint8_t out[8]) {
   std::memset(out, 0, 8);
   // The narrowing below rounds in the current mode (float: a plain conversion), so 1/nranks would

@@ -22,6 +22,7 @@
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -114,7 +115,7 @@ class AsyncBackend : public DeviceBackend {
  public:
   AsyncBackend() : host_(makeHostBackend()) {}
   ~AsyncBackend() override {
-    for (void* p : allocs_) std::free(p);
+    for (const auto& a : allocs_) std::free(a.first);
   }
 
   // A user stream of this backend (owned by it).
@@ -150,7 +151,14 @@ class AsyncBackend : public DeviceBackend {
   MemKind memKind(const void* ptr) const override {
     std::lock_guard<std::mutex> lk(mu_);
     if (foreign_.count(ptr) != 0) return MemKind::kUnknown;
-    return allocs_.count(const_cast<void*>(ptr)) != 0 ? MemKind::kDevice : MemKind::kHost;
+    // Any byte of an allocation is device memory, as a real backend tells (a buffer may start at an
+    // offset into one, and the library checks both ends of every buffer).
+    auto it = allocs_.upper_bound(const_cast<void*>(ptr));
+    if (it == allocs_.begin()) return MemKind::kHost;
+    --it;
+    const auto* start = static_cast<const char*>(it->first);
+    const auto* p = static_cast<const char*>(ptr);
+    return p < start + it->second ? MemKind::kDevice : MemKind::kHost;
   }
   Result checkStream(void* stream) const override {
     if (stream == nullptr) return Result::kSuccess;
@@ -161,9 +169,10 @@ class AsyncBackend : public DeviceBackend {
     return fail(Result::kInvalidArgument, "async-test backend: stream %p is not one of its streams", stream);
   }
   Result alloc(size_t bytes, void** ptr) override {
-    *ptr = std::malloc(std::max<size_t>(bytes, 1));
+    const size_t size = std::max<size_t>(bytes, 1);
+    *ptr = std::malloc(size);
     std::lock_guard<std::mutex> lk(mu_);
-    allocs_.insert(*ptr);
+    allocs_[*ptr] = size;
     return Result::kSuccess;
   }
   Result free(void* ptr) override {
@@ -278,7 +287,7 @@ class AsyncBackend : public DeviceBackend {
   std::unique_ptr<DeviceBackend> host_;
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<FakeStream>> streams_;
-  std::set<void*> allocs_;
+  std::map<void*, size_t> allocs_;  // start -> bytes
   std::set<const void*> foreign_;
   std::set<Fence*> recorded_;
   std::atomic<int64_t> taskDelayUs_{0};

@@ -337,6 +337,29 @@ TEST(EncodeScalar, IgnoresTheCallersRoundingMode) {
 #endif
 }
 
+// The Avg scalar's division, too, is done in round-to-nearest: a float64 Avg on a rank whose
+// program changed the rounding mode would otherwise differ from the other ranks' by an ulp.
+TEST(EncodeScalar, ReciprocalIgnoresTheCallersRoundingMode) {
+#if !defined(__x86_64__)
+  GTEST_SKIP() << "sets the x86-64 MXCSR register";
+#else
+  const unsigned before = _mm_getcsr();
+  for (unsigned mode : {1u, 2u, 3u}) {  // down, up, toward zero
+    for (uint64_t n : {3u, 5u, 6u, 7u, 9u, 10u, 11u, 12u, 13u}) {
+      volatile double one = 1.0;  // divided now, before the mode changes
+      volatile double nearest = one / static_cast<double>(n);
+      uint8_t out[8];
+      _mm_setcsr((before & ~0x6000u) | (mode << 13));
+      encodeReciprocal(DataType::kFloat64, n, out);
+      _mm_setcsr(before);
+      double got;
+      std::memcpy(&got, out, 8);
+      EXPECT_EQ(got, nearest) << "rounding mode " << mode << ", 1/" << n;
+    }
+  }
+#endif
+}
+
 // ---- reductions against a step-by-step reference -----------------------------------------------
 
 // Element access for any data type through double (floats) or int64 bits (integers).
