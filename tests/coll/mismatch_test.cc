@@ -282,6 +282,22 @@ TEST_P(MismatchTest, SendRecvDatatype) {
       "datatype", /*successAllowed=*/true);
 }
 
+// A receive of whole chunks (2^17 floats of 512 KiB chunks) from a longer send whose count folds to
+// the same 14-bit fingerprint (9 * 2^14 + 1): every message the receiver reads has its size and
+// stamp, so only the count in the stamp can tell. It returned success with the tail never read.
+TEST_P(MismatchTest, SendRecvCountsWithTheSameFingerprint) {
+  EnvGuard chunk("MIXCCL_CHUNK_SIZE", "524288");
+  constexpr size_t kRecvCount = size_t{1} << 17, kSendCount = 9 * (size_t{1} << 14) + 1;
+  check(
+      [&](int rank, ncclComm_t comm) {
+        std::vector<float> v(kSendCount, 1.0f);
+        if (rank == 0) return ncclSend(v.data(), kSendCount, ncclFloat32, 1, comm, nullptr);
+        if (rank == 1) return ncclRecv(v.data(), kRecvCount, ncclFloat32, 0, comm, nullptr);
+        return ncclSuccess;
+      },
+      "different count", /*successAllowed=*/true);
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, MismatchTest,
                          ::testing::Values(Param{"shm", 2}, Param{"shm", 3}, Param{"shm", 4}, Param{"tcp", 2},
                                            Param{"tcp", 4}),
