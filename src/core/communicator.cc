@@ -325,6 +325,14 @@ Result Communicator::sendConnection(int peer, int lane, SendConnection** out) {
     MIXCCL_TRY(pickTransport(peer, &t));
     MIXCCL_TRY(t->connectSend(peer, lane, &slot));
     MIXCCL_INFO(log::kInit | log::kP2p, "lane %d to rank %d via %s", lane, peer, t->name());
+    // A lane to this rank itself: its receiving end is this thread's too. On shm the receiver
+    // creates a lane, so a send to self outside a group (ncclSend, then ncclRecv from self) waited
+    // for a lane only its own later call would create, until MIXCCL_TIMEOUT, where TCP took the
+    // message at once. With both ends made here, a message that fits the lane goes out as on TCP.
+    if (peer == rank_) {
+      RecvConnection* self = nullptr;
+      MIXCCL_TRY(recvConnection(peer, lane, &self));
+    }
   }
   *out = slot.get();
   return Result::kSuccess;

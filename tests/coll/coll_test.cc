@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <nccl.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <ostream>
@@ -16,6 +17,7 @@
 
 #include "common/config.h"
 #include "tests/support/coll_checks.h"
+#include "tests/support/env_guard.h"
 #include "tests/support/rank_threads.h"
 #include "tests/support/values.h"
 
@@ -83,6 +85,24 @@ TEST_P(CollTest, GroupedSendRecv) {
         ASSERT_EQ(recv[p][b], patternByte(p * 100 + rank, b)) << "from " << p << " to " << rank << " byte " << b;
       }
     }
+  });
+}
+
+// Sends to self outside a group that fit the lane (two messages of depth 4), then the receives
+// from self, in order. TCP took them at once; shm waited for a lane that only the receive would
+// create, until MIXCCL_TIMEOUT (10 s here, 30 minutes by default).
+TEST_P(CollTest, SendsToSelfOutsideAGroup) {
+  EnvGuard timeout("MIXCCL_TIMEOUT", "10");
+  runRanks(n(), [&](int rank, ncclComm_t comm) {
+    std::vector<int32_t> first(1000, rank + 1), second(777, -rank - 1), a(1000, 0), b(777, 0);
+    ASSERT_EQ(ncclSend(first.data(), first.size(), ncclInt32, rank, comm, nullptr), ncclSuccess)
+        << ncclGetLastError(comm);
+    ASSERT_EQ(ncclSend(second.data(), second.size(), ncclInt32, rank, comm, nullptr), ncclSuccess)
+        << ncclGetLastError(comm);
+    ASSERT_EQ(ncclRecv(a.data(), a.size(), ncclInt32, rank, comm, nullptr), ncclSuccess) << ncclGetLastError(comm);
+    ASSERT_EQ(ncclRecv(b.data(), b.size(), ncclInt32, rank, comm, nullptr), ncclSuccess) << ncclGetLastError(comm);
+    EXPECT_EQ(a, first);
+    EXPECT_EQ(b, second);
   });
 }
 
