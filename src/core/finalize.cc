@@ -58,6 +58,29 @@ Result checkDrained(Communicator& comm, int peer) {
   return Result::kSuccess;
 }
 
+// kInvalidUsage when the send/recv lane from `peer` (this rank itself included) holds a message
+// that no receive of this rank took: an ncclSend without a matching ncclRecv whose message fit the
+// lane returned success, as NCCL's may, and its data went nowhere without a word. Only looks, as
+// checkDrained does; a message still on its way over a network after the barrier goes unnoticed.
+Result checkP2pDrained(Communicator& comm, int peer) {
+  RecvConnection* conn = comm.existingRecvConnection(peer, kLaneP2p);
+  if (conn == nullptr) return Result::kSuccess;
+  const void* data = nullptr;
+  size_t bytes = 0;
+  uint64_t stamp = 0;
+  Result r;
+  {
+    QuietFailures quiet;  // a peer that left after the barrier is no news here either
+    r = conn->peek(&data, &bytes, &stamp);
+  }
+  if (r != Result::kSuccess) return Result::kSuccess;
+  return fail(Result::kInvalidUsage,
+              "ncclCommFinalize on rank %d: rank %d sent a message (%s, %zu bytes) that no receive on this rank "
+              "took: mismatched calls (an ncclSend without a matching ncclRecv); every send needs a receive from "
+              "the same rank with the same count and datatype",
+              comm.rank(), peer, describeStamp(stamp).c_str(), bytes);
+}
+
 }  // namespace
 
 Result finalizeCommunicator(Communicator& comm) {
@@ -84,6 +107,7 @@ Result finalizeCommunicator(Communicator& comm) {
   }
   for (int peer = 0; peer < comm.nranks(); ++peer) {
     if (peer != comm.rank()) MIXCCL_TRY(checkDrained(comm, peer));
+    MIXCCL_TRY(checkP2pDrained(comm, peer));
   }
   comm.finalize();
   return Result::kSuccess;

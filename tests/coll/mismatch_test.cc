@@ -298,6 +298,24 @@ TEST_P(MismatchTest, SendRecvCountsWithTheSameFingerprint) {
       "different count", /*successAllowed=*/true);
 }
 
+// A send without a matching receive whose message fits the lane returns success on the sender (as
+// NCCL's may); the receiver's ncclCommFinalize must say that a message was never received.
+TEST_P(MismatchTest, SendWithoutAReceiveThenFinalize) {
+  check(
+      [&](int rank, ncclComm_t comm) {
+        std::vector<float> v(1000, 1.0f);
+        ncclResult_t r = ncclSuccess;
+        if (rank == 0) {
+          r = ncclSend(v.data(), v.size(), ncclFloat32, 1, comm, nullptr);
+          if (r == ncclSuccess) r = ncclSend(v.data(), v.size(), ncclFloat32, 1, comm, nullptr);
+        } else if (rank == 1) {
+          r = ncclRecv(v.data(), v.size(), ncclFloat32, 0, comm, nullptr);
+        }
+        return r != ncclSuccess ? r : ncclCommFinalize(comm);
+      },
+      "rank 0 sent a message (Send seq 1", /*successAllowed=*/true);
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, MismatchTest,
                          ::testing::Values(Param{"shm", 2}, Param{"shm", 3}, Param{"shm", 4}, Param{"tcp", 2},
                                            Param{"tcp", 4}),
