@@ -69,6 +69,10 @@ class Stream {
   Result preferMismatch(Result failure);
   // kRemoteError, naming this stream's wait, once its communicator is aborted or revoked.
   Result checkFlags() const;
+  // Whether the current step is a send to this rank itself that waits for room in its lane (only
+  // a receive from self frees it), and whether an unfinished operation receives from self.
+  bool waitsForRoomToSelf() const;
+  bool receivesFromSelf() const;
   // This stream's progress hangs on device work that runs on the host's own cores
   // (kCapSharesHostCores): its own steps' or, through their messages, its peers'. Its waiter must
   // not spin (runStreams' back-off): a spinning poller takes the cores that work needs.

@@ -173,6 +173,37 @@ void partitionOps(const std::vector<Op*>& ops, std::vector<Stream>* streams) {
   streams->resize(used);
 }
 
+namespace {
+
+// kInvalidUsage when a send to self waits for room in its lane and no stream of this run receives
+// from self on its communicator: only such a receive frees the lane, and the thread that would
+// have to call it is this one (NCCL hangs; this would wait for MIXCCL_TIMEOUT and then blame a
+// hung peer). A lane still being set up is not a full one: the lane's receiving end must hold a
+// message already.
+Result checkSendsToSelf(const std::vector<Stream>& streams) {
+  for (const Stream& s : streams) {
+    if (!s.waitsForRoomToSelf()) continue;
+    Communicator* comm = s.comm();
+    if (std::any_of(streams.begin(), streams.end(),
+                    [&](const Stream& t) { return t.comm() == comm && t.receivesFromSelf(); })) {
+      continue;
+    }
+    RecvConnection* self = comm->existingRecvConnection(comm->rank(), kLaneP2p);
+    const void* data = nullptr;
+    size_t bytes = 0;
+    uint64_t stamp = 0;
+    if (self == nullptr || self->peek(&data, &bytes, &stamp) != Result::kSuccess) continue;
+    return fail(Result::kInvalidUsage,
+                "rank %d: %s, which only a receive from rank %d itself can free, and this call or group has none: "
+                "a send to self that does not fit its lane needs its ncclRecv in the same "
+                "ncclGroupStart/ncclGroupEnd",
+                comm->rank(), s.describeWait().c_str(), comm->rank());
+  }
+  return Result::kSuccess;
+}
+
+}  // namespace
+
 Result runStreams(std::vector<Stream>& streams, std::atomic<uint64_t>* progress) {
   const auto timeout = std::chrono::seconds(config::getInt(config::Knob::kTimeout));
   // Read during stalls only (below): a small call that waits a few polls reads no clock at all.
@@ -237,6 +268,7 @@ Result runStreams(std::vector<Stream>& streams, std::atomic<uint64_t>* progress)
       }
       if (result != Result::kSuccess) break;
     }
+    if (result == Result::kSuccess && idleFor > kOpenLanesAfter) result = checkSendsToSelf(streams);
     if (result != Result::kSuccess) break;
     if (!published && idleFor > kPublishAfter) {
       publishWaits(streams, lastProgress);

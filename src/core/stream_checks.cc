@@ -304,6 +304,20 @@ std::string Stream::describeWait() const {
   return buf;
 }
 
+bool Stream::waitsForRoomToSelf() const {
+  if (finished_ || opIndex_ >= ops_.size() || !pending_.empty() || waitingRecv_ || waitingOwed_) return false;
+  const Op& op = *ops_[opIndex_];
+  return op.kind == CollKind::kSend && op.root == op.comm->rank() && waitingPeer_ == op.root;
+}
+
+bool Stream::receivesFromSelf() const {
+  if (finished_) return false;
+  for (size_t i = opIndex_; i < ops_.size(); ++i) {
+    if (ops_[i]->kind == CollKind::kRecv && ops_[i]->root == ops_[i]->comm->rank()) return true;
+  }
+  return false;
+}
+
 WaitBoard::Wait Stream::boardWait() const {
   WaitBoard::Wait w;
   w.what = describeWait();

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <nccl.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -103,6 +104,24 @@ TEST_P(CollTest, SendsToSelfOutsideAGroup) {
     ASSERT_EQ(ncclRecv(b.data(), b.size(), ncclInt32, rank, comm, nullptr), ncclSuccess) << ncclGetLastError(comm);
     EXPECT_EQ(a, first);
     EXPECT_EQ(b, second);
+  });
+}
+
+// A send to self outside a group that does not fit its lane (64 KiB here) can never complete: only
+// a receive from self frees the lane, and the thread that would call it waits in the send. It
+// fails with ncclInvalidUsage after a second's stall instead of MIXCCL_TIMEOUT's ncclRemoteError.
+TEST_P(CollTest, SendToSelfLargerThanItsLaneFailsAtOnce) {
+  if (std::string(GetParam().transport) == "tcp") {
+    GTEST_SKIP() << "TCP's kernel socket buffer takes the whole message: the send completes there";
+  }
+  EnvGuard timeout("MIXCCL_TIMEOUT", "30");
+  runRanks(n(), [&](int rank, ncclComm_t comm) {
+    std::vector<int32_t> big(100000, rank);
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_EQ(ncclSend(big.data(), big.size(), ncclInt32, rank, comm, nullptr), ncclInvalidUsage);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+    EXPECT_NE(std::string(ncclGetLastError(comm)).find("only a receive from rank"), std::string::npos)
+        << ncclGetLastError(comm);
   });
 }
 
