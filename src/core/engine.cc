@@ -10,7 +10,6 @@
 #include <cstdio>
 #include <exception>
 
-#include "algorithms/schedule.h"
 #include "common/config.h"
 #include "common/log.h"
 #include "src/core/communicator.h"
@@ -65,20 +64,13 @@ Result checkBuffers(const Op& op, bool queued) {
   DeviceBackend* dev = op.comm->backend();
   if (queued) MIXCCL_TRY(dev->checkStream(op.stream));
   if (op.count == 0) return Result::kSuccess;
-  algo::CollArgs shape;  // the buffers' sizes as the schedule builders count them
-  shape.kind = op.kind;
-  shape.rank = op.comm->rank();
-  shape.nranks = op.comm->nranks();
-  shape.root = op.root;
-  shape.count = op.count;
-  const size_t elem = dataTypeSize(op.dtype);
   const struct {
     bool used;
     const void* ptr;
     uint64_t bytes;
     const char* name;
-  } bufs[] = {{readsInput(op), op.input, algo::inputElems(shape) * elem, "sendbuff"},
-              {writesOutput(op), op.output, algo::outputElems(shape) * elem, "recvbuff"}};
+  } bufs[] = {{readsInput(op), op.input, inputBytes(op), "sendbuff"},
+              {writesOutput(op), op.output, outputBytes(op), "recvbuff"}};
   const bool hostOk = !queued || (dev->caps().flags & kCapHostMemory) != 0;
   for (const auto& b : bufs) {
     if (!b.used || b.ptr == nullptr) continue;
@@ -88,8 +80,8 @@ Result checkBuffers(const Op& op, bool queued) {
     // lies between is taken on trust (one allocation has no holes); an overrun into other mapped
     // memory cannot be told.
     const bool usable = kind == MemKind::kDevice || (kind == MemKind::kHost && hostOk);
-    const void* last = static_cast<const char*>(b.ptr) + (b.bytes - 1);
-    if (usable && b.bytes > 1 && dev->memKind(last) != kind) {
+    const void* last = b.bytes > 1 ? static_cast<const char*>(b.ptr) + (b.bytes - 1) : b.ptr;
+    if (usable && last != b.ptr && dev->memKind(last) != kind) {
       return fail(Result::kInvalidArgument,
                   "%s on rank %d: %s %p starts in %s memory but its last byte, %llu bytes on (%p), is not: is count "
                   "%llu of %s larger than the buffer?",

@@ -65,16 +65,9 @@ Result foldOperands(const Op& op, const algo::Step& s, void* dst, void* slot) {
 bool inputStaysIntact(const Op& op) {
   if (op.kind == CollKind::kSend) return true;
   if (op.output == nullptr) return true;
-  algo::CollArgs shape;  // the buffers' sizes as the schedule builders count them
-  shape.kind = op.kind;
-  shape.rank = op.comm->rank();
-  shape.nranks = op.comm->nranks();
-  shape.root = op.root;
-  shape.count = op.count;
-  const size_t elem = dataTypeSize(op.dtype);
   const auto in = reinterpret_cast<uintptr_t>(op.input);
   const auto out = reinterpret_cast<uintptr_t>(op.output);
-  return in + algo::inputElems(shape) * elem <= out || out + algo::outputElems(shape) * elem <= in;
+  return in + inputBytes(op) <= out || out + outputBytes(op) <= in;
 }
 
 // A step that only moves bytes (no reduction), on host memory with no work queue: the kind a

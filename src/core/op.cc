@@ -60,7 +60,7 @@ uint64_t chunkElems(DataType dtype) {
 // than left to whichever algorithm happens to survive it (pairwise and Bruck did not).
 bool inputOverlapsOutput(const Op& op) {
   if (op.kind != CollKind::kAlltoAll || op.count == 0 || op.comm->nranks() < 2) return false;
-  const uintptr_t bytes = op.count * static_cast<uint64_t>(op.comm->nranks()) * dataTypeSize(op.dtype);
+  const uintptr_t bytes = inputBytes(op);  // the output's too
   const auto in = reinterpret_cast<uintptr_t>(op.input);
   const auto out = reinterpret_cast<uintptr_t>(op.output);
   return in < out + bytes && out < in + bytes;
@@ -79,7 +79,20 @@ PlanKey planKeyOf(const Op& op) {
   return key;
 }
 
+algo::CollArgs shapeOf(const Op& op) {
+  algo::CollArgs shape;
+  shape.kind = op.kind;
+  shape.rank = op.comm->rank();
+  shape.nranks = op.comm->nranks();
+  shape.root = op.root;
+  shape.count = op.count;
+  return shape;
+}
+
 }  // namespace
+
+uint64_t inputBytes(const Op& op) { return algo::inputElems(shapeOf(op)) * dataTypeSize(op.dtype); }
+uint64_t outputBytes(const Op& op) { return algo::outputElems(shapeOf(op)) * dataTypeSize(op.dtype); }
 
 Result prepareOp(Op* op) {
   Communicator* comm = op->comm;

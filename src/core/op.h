@@ -60,6 +60,11 @@ constexpr bool isReduction(CollKind k) {
   return k == CollKind::kAllReduce || k == CollKind::kReduce || k == CollKind::kReduceScatter;
 }
 
+// The bytes of this rank's input and output of `op`, as the schedule builders count them (all of
+// an all-gather's output, none of a non-root's broadcast input, ...).
+uint64_t inputBytes(const Op& op);
+uint64_t outputBytes(const Op& op);
+
 // On the calling thread: checks the operator against the communicator's backends, resolves it
 // (capturing what a user operator holds, since NCCL lets the caller destroy it once the call
 // returned), picks the lane and asks the tuner for the algorithm. Cheap, whatever the count.
