@@ -224,17 +224,19 @@ namespace {
 // NCCL_COMM_BLOCKING: 0 or 1 replaces what the config (or its default) says, as NCCL's
 // envConfigOverride does after reading the config. Splits and shrinks without a config inherit
 // their parent's options, which had it applied.
-Result withBlockingOverride(CommOptions* out) {
+void applyBlockingOverride(CommOptions* out) {
   const int64_t env = config::getInt(config::Knob::kCommBlocking);
   if (env == 0 || env == 1) out->blocking = env == 1;
-  return Result::kSuccess;
 }
 
 }  // namespace
 
 Result parseConfig(const char* fn, const ncclConfig_t* config, CommOptions* out) {
   *out = CommOptions{};
-  if (config == nullptr) return withBlockingOverride(out);
+  if (config == nullptr) {
+    applyBlockingOverride(out);
+    return Result::kSuccess;
+  }
   // Only fields that lie inside the caller's struct are read (an older caller has a smaller one);
   // the others keep their NCCL_CONFIG_INITIALIZER values, as NCCL copies min(size, its sizeof).
   auto has = [config](size_t offset, size_t bytes) { return offset + bytes <= config->size; };
@@ -281,7 +283,8 @@ Result parseConfig(const char* fn, const ncclConfig_t* config, CommOptions* out)
   if (has(offsetof(ncclConfig_t, commName), sizeof(const char*)) && config->commName != nullptr) {
     out->name = config->commName;
   }
-  return withBlockingOverride(out);
+  applyBlockingOverride(out);
+  return Result::kSuccess;
 }
 
 }  // namespace mixccl::api

@@ -13,6 +13,13 @@
 namespace mixccl {
 namespace {
 
+// conn->peek() without a failure reaching the log or the last error: a peer that left after the
+// barrier is no news here, its lane is simply empty.
+Result quietPeek(RecvConnection* conn, const void** data, size_t* bytes, uint64_t* stamp) {
+  QuietFailures quiet;
+  return conn->peek(data, bytes, stamp);
+}
+
 // kInvalidUsage when the collective lane from `peer` holds a message (not a probe, not a closing
 // token owed to this rank: owed_tokens.h) that no operation of this rank consumed, or lacks a
 // token it owes. Only looks: lanes that were never set up hold nothing.
@@ -25,12 +32,7 @@ Result checkDrained(Communicator& comm, int peer) {
     const void* data = nullptr;
     size_t bytes = 0;
     uint64_t stamp = 0;
-    Result r;
-    {
-      // A peer that left after the barrier is no news here: its lane is simply empty.
-      QuietFailures quiet;
-      r = conn->peek(&data, &bytes, &stamp);
-    }
+    const Result r = quietPeek(conn, &data, &bytes, &stamp);
     if (r == Result::kInProgress && owed.from(peer) && !comm.aborted() && std::chrono::steady_clock::now() < deadline) {
       MIXCCL_TRY(comm.progressTransports());
       std::this_thread::sleep_for(std::chrono::microseconds(50));
@@ -68,12 +70,7 @@ Result checkP2pDrained(Communicator& comm, int peer) {
   const void* data = nullptr;
   size_t bytes = 0;
   uint64_t stamp = 0;
-  Result r;
-  {
-    QuietFailures quiet;  // a peer that left after the barrier is no news here either
-    r = conn->peek(&data, &bytes, &stamp);
-  }
-  if (r != Result::kSuccess) return Result::kSuccess;
+  if (quietPeek(conn, &data, &bytes, &stamp) != Result::kSuccess) return Result::kSuccess;
   return fail(Result::kInvalidUsage,
               "ncclCommFinalize on rank %d: rank %d sent a message (%s, %zu bytes) that no receive on this rank "
               "took: mismatched calls (an ncclSend without a matching ncclRecv); every send needs a receive from "

@@ -87,6 +87,19 @@ bool readFirstWord(const void* p, const void** word) {
   return ok;
 }
 
+// Whether the first word of `p` is readable and some platform's dispatch pointer, as every OpenCL
+// object's is (the ICD loader calls through it, so anything else would crash it).
+bool isOpenclObject(const void* p) {
+  const void* word = nullptr;
+  if (!readFirstWord(p, &word)) return false;
+  cl_uint n = 0;
+  if (clGetPlatformIDs(0, nullptr, &n) != CL_SUCCESS || n == 0) return false;
+  std::vector<cl_platform_id> plats(n);
+  if (clGetPlatformIDs(n, plats.data(), nullptr) != CL_SUCCESS) return false;
+  return std::any_of(plats.begin(), plats.end(),
+                     [&](cl_platform_id pl) { return *reinterpret_cast<const void* const*>(pl) == word; });
+}
+
 // Whether `ctx` is a context of the platform whose dispatch pointer is `dispatch` and `dev` one of
 // its devices: what the context and device a real command queue reports always are. POCL answers
 // clGetCommandQueueInfo for any object of its platform (a cl_mem, an event, the context itself),
@@ -727,28 +740,13 @@ Result makeOpenclBackend(std::unique_ptr<DeviceBackend>* out) {
 }
 
 Result openclUseContext(cl_context context, cl_device_id device) {
-  // The ICD loader calls through the first word of every object it is given, so a pointer that is
-  // no OpenCL object (a stale or mistyped handle) would crash inside clGetContextInfo. Refuse one
-  // whose first word is unreadable or no platform's dispatch pointer first, as checkStream does.
-  if (context != nullptr) {
-    const void* word = nullptr;
-    bool known = readFirstWord(context, &word);
-    if (known) {
-      known = false;
-      cl_uint n = 0;
-      std::vector<cl_platform_id> plats;
-      if (clGetPlatformIDs(0, nullptr, &n) == CL_SUCCESS && n > 0) {
-        plats.resize(n);
-        if (clGetPlatformIDs(n, plats.data(), nullptr) != CL_SUCCESS) plats.clear();
-      }
-      for (cl_platform_id p : plats) known = known || *reinterpret_cast<const void* const*>(p) == word;
-    }
-    if (!known) {
-      return fail(Result::kInvalidArgument,
-                  "mixcclOpenclUseContext: context %p is not an OpenCL object of any platform here (a released or "
-                  "mistyped handle?); pass the cl_context your application created",
-                  static_cast<void*>(context));
-    }
+  // A pointer that is no OpenCL object (a stale or mistyped handle) would crash inside
+  // clGetContextInfo: refuse it first, as checkStream does with streams.
+  if (context != nullptr && !isOpenclObject(context)) {
+    return fail(Result::kInvalidArgument,
+                "mixcclOpenclUseContext: context %p is not an OpenCL object of any platform here (a released or "
+                "mistyped handle?); pass the cl_context your application created",
+                static_cast<void*>(context));
   }
   return ocl::Runtime::useContext(context, device);
 }
