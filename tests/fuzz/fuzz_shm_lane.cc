@@ -8,8 +8,8 @@
 // the target plays, and a fresh sending lane (0 -> 1, other lane), whose receiver it plays, and
 // runs a program of byte-coded operations against them (L = shmLineCount(depth) lines):
 //   0 i qq*8          rogue sender: store line[i % L].seq = qq
-//   1 i b*4 k*4 s*8   rogue sender: line[i % L] = {bytes b, slot k, stamp s}
-//   2 i v             rogue sender: fill slot i % depth and the inline bytes of line i % L with v
+//   1 i b*4 k*4 s*8   rogue sender: line[i % L] = {bytes b, page k, stamp s}
+//   2 i v             rogue sender: fill ring unit i % U and the inline bytes of line i % L with v
 //   3                 receiver: peek      4  receiver: release
 //   5 tt*8            rogue receiver: store tail = tt
 //   6 n v             sender: acquire, fill the slot with v, commit n % (slot+1) bytes (stamp n)
@@ -17,12 +17,13 @@
 //   8 n v             sender: acquireFor(n % (inline+1)), fill n bytes with v, commit them (stamp n)
 //
 // Invariants, against a model of both ends: the receiver hands out message i only when the
-// rogue line i % L says seq == i + 1, never one longer than the slot and never from a slot the
-// lane does not have (either is kRemoteError, never a read past the segment), with the line's
-// stamp and a pointer to the line's inline bytes (small messages) or to the slot the line names;
+// rogue line i % L says seq == i + 1, never one longer than the slot and never from a unit of the
+// slot ring the lane does not have (U units; either is kRemoteError, never a read past the
+// segment), with the line's stamp and a pointer to the line's inline bytes (small messages) or to
+// the unit the line names;
 // release publishes the tail and needs a message seen first; the sender refuses a segment whose
-// header disagrees, never takes a line or a slot the tail does not free, and publishes the line
-// (inline copy, size, slot, stamp, seq).
+// header disagrees, never takes a line or a unit the tail does not free, and publishes the line
+// (inline copy, size, unit, stamp, seq).
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -44,6 +45,13 @@ namespace {
 
 constexpr size_t kSlot = 100;
 constexpr uint32_t kDepth = 3;
+// Every message that takes room takes one unit of the slot ring here (a slot is at most a unit),
+// so the model below counts units as messages; the packing of larger messages and the ring's
+// end are tested in tests/transport/shm_packing_test.cc. The sending lane's rogue receiver
+// creates a ring of kDepth slots (no packing); the real receiver chooses its own
+// (ShmHeader::ringSlots: 2 ranks of a host pack, with spare slots).
+static_assert(kSlot <= kShmUnit, "one unit per message");
+const uint64_t kRingUnits = shmRingUnits(kDepth, kSlot);
 const uint32_t kLines = shmLineCount(kDepth);
 constexpr uint32_t kNoSlot = UINT32_MAX;
 
@@ -96,8 +104,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::unique_ptr<RecvConnection> recv;
   FUZZ_CHECK(job->rank1->connectRecv(0, kLaneColl, &recv) == Result::kSuccess);
   ShmMapping rs;
-  FUZZ_CHECK(ShmMapping::open(shmLaneName(job->commHash, job->nonce1, 0, 1, kLaneColl), shmTotalBytes(kDepth, kSlot), 0,
-                              &rs) == Result::kSuccess);
+  FUZZ_CHECK(ShmMapping::open(shmLaneName(job->commHash, job->nonce1, 0, 1, kLaneColl), shmTotalBytes(kDepth, kSlot),
+                              shmTotalBytes(kDepth, kSlot, kDepth + kShmPackSpareSlots), 0, &rs) == Result::kSuccess);
+  const uint64_t recvUnits = shmRingUnits(rs.header()->ringSlots, kSlot);
+  FUZZ_CHECK(rs.bytes() == shmTotalBytes(kDepth, kSlot, rs.header()->ringSlots));
   // Sending lane: the rogue receiver creates the segment, the real sender opens it on acquire.
   ShmMapping rr;
   FUZZ_CHECK(ShmMapping::create(shmLaneName(job->commHash, job->nonce1, 0, 1, kLaneP2p), kDepth, kSlot, 0, true, &rr) ==
@@ -146,7 +156,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // The line the sender just published for `n` bytes of value v (in `slot`, or kNoSlot).
   auto published = [&](size_t n, uint8_t v, uint32_t slot) {
     const ShmSlotLine& line = rr.lines()[sHead % kLines];
-    FUZZ_CHECK(line.bytes == n && line.stamp == n && line.slot == slot);
+    FUZZ_CHECK(line.bytes == n && line.stamp == n && line.unit == slot);
     if (n <= kShmInlineBytes) {  // a small message travels in the line
       for (size_t i = 0; i < n; ++i) FUZZ_CHECK(line.inlineData[i] == v);
     }
@@ -169,14 +179,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (!need(17)) return 0;
         ShmSlotLine& line = rs.lines()[data[at] % kLines];
         line.bytes = static_cast<uint32_t>(u64(data + at + 1));
-        line.slot = static_cast<uint32_t>(u64(data + at + 5));
+        line.unit = static_cast<uint32_t>(u64(data + at + 5));
         line.stamp = u64(data + at + 9);
         at += 17;
         break;
       }
       case 2:
         if (!need(2)) return 0;
-        memset(rs.slot(kDepth, kSlot, data[at] % kDepth), data[at + 1], kSlot);
+        memset(rs.ringUnit(kDepth, data[at] % recvUnits), data[at + 1], kSlot);
         memset(rs.lines()[data[at] % kLines].inlineData, data[at + 1], kShmInlineBytes);
         at += 2;
         break;
@@ -191,12 +201,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           break;
         }
         rArrived = rTail + 1;
-        if (line.bytes > kSlot || (line.bytes > kShmInlineBytes && line.slot >= kDepth)) {
+        if (line.bytes > kSlot || (line.bytes > kShmInlineBytes && line.unit >= recvUnits)) {
           FUZZ_CHECK(r == Result::kRemoteError);
           break;
         }
         FUZZ_CHECK(r == Result::kSuccess && bytes == line.bytes && stamp == line.stamp);
-        uint8_t* where = bytes <= kShmInlineBytes ? line.inlineData : rs.slot(kDepth, kSlot, line.slot);
+        uint8_t* where = bytes <= kShmInlineBytes ? line.inlineData : rs.ringUnit(kDepth, line.unit);
         FUZZ_CHECK(memcmp(msg, where, bytes) == 0);
         // Same memory, so a write through one view shows in the other: the pointer is that place.
         const uint8_t old = *static_cast<const volatile uint8_t*>(msg);
@@ -229,8 +239,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         void* slot = nullptr;
         if (!acquired(send->acquire(&slot), /*needsSlot=*/true)) break;
         memset(slot, v, kSlot);  // the whole slot is ours to write
-        const uint32_t k = static_cast<uint32_t>(sSlotHead % kDepth);
-        uint8_t* mine = rr.slot(kDepth, kSlot, k);
+        const uint32_t k = static_cast<uint32_t>(sSlotHead % kRingUnits);
+        uint8_t* mine = rr.ringUnit(kDepth, k);
         FUZZ_CHECK(mine[0] == v && mine[kSlot - 1] == v);
         FUZZ_CHECK(send->commit(n, n) == Result::kSuccess);
         published(n, v, k);

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 #include <new>
+#include <string>
 
 #include "common/pid_space.h"
 #include "transports/shm/shm_stale.h"
@@ -32,7 +33,13 @@ ShmMapping::~ShmMapping() {
 }
 
 ShmMapping::ShmMapping(ShmMapping&& o) noexcept
-    : base_(o.base_), bytes_(o.bytes_), ring_(o.ring_), unreservedFd_(o.unreservedFd_) {
+    : base_(o.base_),
+      bytes_(o.bytes_),
+      ring_(o.ring_),
+      unreservedFd_(o.unreservedFd_),
+      ringOffset_(o.ringOffset_),
+      reserved_(o.reserved_),
+      prefaulted_(o.prefaulted_) {
   o.base_ = nullptr;
   o.bytes_ = 0;
   o.ring_ = 0;
@@ -47,6 +54,9 @@ ShmMapping& ShmMapping::operator=(ShmMapping&& o) noexcept {
     bytes_ = o.bytes_;
     ring_ = o.ring_;
     unreservedFd_ = o.unreservedFd_;
+    ringOffset_ = o.ringOffset_;
+    reserved_ = o.reserved_;
+    prefaulted_ = o.prefaulted_;
     o.base_ = nullptr;
     o.bytes_ = 0;
     o.ring_ = 0;
@@ -113,13 +123,16 @@ bool readMemInfo(uint64_t* total, uint64_t* available) {
 }
 
 // posix_fallocate of a whole segment: 0, or the errno to report (filesystems that cannot reserve
-// are left to allocate lazily, as before). ENOMEM when the reservation would not leave the host
-// enough memory (shmReservationFits): /dev/shm is often as large as RAM, so tmpfs would grant it
-// and the kernel's OOM killer would later pick a process, of this job or of another.
-int reserveSegment(int fd, size_t bytes) {
+// are left to allocate lazily, as before: *reserved says whether the pages exist now). ENOMEM when
+// the reservation would not leave the host enough memory (shmReservationFits): /dev/shm is often
+// as large as RAM, so tmpfs would grant it and the kernel's OOM killer would later pick a
+// process, of this job or of another.
+int reserveSegment(int fd, size_t bytes, bool* reserved) {
+  *reserved = false;
   uint64_t total = 0, available = 0;
   if (readMemInfo(&total, &available) && !shmReservationFits(bytes, available, total)) return ENOMEM;
   const int rc = posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+  *reserved = rc == 0;
   return rc == EOPNOTSUPP || rc == EINVAL ? 0 : rc;
 }
 
@@ -140,19 +153,63 @@ bool shmReservationFits(uint64_t bytes, uint64_t memAvailable, uint64_t memTotal
 
 Result ShmMapping::reservePages() {
   if (unreservedFd_ < 0) return Result::kSuccess;
-  const int rc = reserveSegment(unreservedFd_, bytes_);
+  bool reserved = false;
+  const int rc = reserveSegment(unreservedFd_, bytes_, &reserved);
   close(unreservedFd_);
   unreservedFd_ = -1;
   if (rc != 0) {
     return fail(Result::kSystemError, "shm: reserving the %zu bytes of a lane from rank %d failed: %s%s", bytes_,
                 header()->srcRank, strerror(rc), shmSpaceAdvice(rc));
   }
+  reserved_ = reserved;
   return Result::kSuccess;
 }
 
+size_t lastLevelCacheBytes() {
+  // sysfs describes one instance of each cache, as the cores that share it see it (lscpu reads
+  // it too); the C library's sysconf may sum a package's instances (320 MiB for ten 32 MiB L3s).
+  int bestLevel = 0;
+  size_t best = 0;
+  for (int index = 0; index < 16; ++index) {
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
+    FILE* f = fopen((dir + "level").c_str(), "r");
+    if (f == nullptr) break;
+    int level = 0;
+    const bool haveLevel = fscanf(f, "%d", &level) == 1;
+    fclose(f);
+    f = fopen((dir + "size").c_str(), "r");
+    if (f == nullptr) continue;
+    unsigned long long kib = 0;
+    const bool haveSize = fscanf(f, "%lluK", &kib) == 1;
+    fclose(f);
+    if (haveLevel && haveSize && level > bestLevel) {
+      bestLevel = level;
+      best = static_cast<size_t>(kib) * 1024;
+    }
+  }
+  if (best > 0) return best;
+  for (int name : {_SC_LEVEL3_CACHE_SIZE, _SC_LEVEL2_CACHE_SIZE}) {
+    const long bytes = sysconf(name);
+    if (bytes > 0) return static_cast<size_t>(bytes);
+  }
+  return size_t{8} << 20;
+}
+
+void ShmMapping::prefault() {
+  if (!reserved_ || prefaulted_ || ringOffset_ == 0 || ringOffset_ >= bytes_) return;
+  prefaulted_ = true;
+  uint8_t* ring = at(ringOffset_);
+  const size_t bytes = bytes_ - ringOffset_;
+  if (madvise(ring, bytes, MADV_POPULATE_WRITE) == 0) return;
+  // Before Linux 5.14 (EINVAL): one read per page maps it as well (the pages exist: reserved).
+  if (errno != EINVAL) return;  // ENOMEM, EFAULT...: left to fault in as it is used
+  for (size_t off = 0; off < bytes; off += kShmPage) (void)*static_cast<volatile uint8_t*>(ring + off);
+}
+
 Result ShmMapping::create(const std::string& name, uint32_t depth, size_t slotBytes, int srcRank, bool reserve,
-                          ShmMapping* out) {
-  size_t total = shmTotalBytes(depth, slotBytes);
+                          ShmMapping* out, bool pack) {
+  const uint32_t ringSlots = pack ? depth + kShmPackSpareSlots : depth;
+  size_t total = shmTotalBytes(depth, slotBytes, ringSlots);
   int fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
   int err = errno;
   // Only a leftover can hold a name with our fresh nonce; remove it if its owners are gone.
@@ -176,8 +233,9 @@ Result ShmMapping::create(const std::string& name, uint32_t depth, size_t slotBy
   if (ftruncate(fd, static_cast<off_t>(total)) != 0) return cleanup(errno, "ftruncate");
   // Reserve the pages now: tmpfs allocates lazily, and running out of it later would kill the
   // process with SIGBUS in the middle of a collective instead of failing init cleanly.
+  bool reserved = false;
   if (reserve) {
-    const int rc = reserveSegment(fd, total);
+    const int rc = reserveSegment(fd, total, &reserved);
     if (rc != 0) return cleanup(rc, "posix_fallocate");
   }
   void* base = nullptr;
@@ -188,6 +246,8 @@ Result ShmMapping::create(const std::string& name, uint32_t depth, size_t slotBy
   m.base_ = base;
   m.bytes_ = total;
   m.ring_ = ring;
+  m.ringOffset_ = shmSlotsOffset(depth);
+  m.reserved_ = reserved;
   if (reserve) {
     close(fd);
   } else {
@@ -203,6 +263,7 @@ Result ShmMapping::create(const std::string& name, uint32_t depth, size_t slotBy
   h->receiverPid = static_cast<int32_t>(getpid());
   h->srcRank = srcRank;
   h->pidSpace = localPidSpace();
+  h->ringSlots = ringSlots;
   new (m.tail()) std::atomic<uint64_t>(0);
   for (uint32_t i = 0; i < shmLineCount(depth); ++i) new (&m.lines()[i]) ShmSlotLine{};
   h->magic.store(kShmMagic, std::memory_order_release);
@@ -210,7 +271,7 @@ Result ShmMapping::create(const std::string& name, uint32_t depth, size_t slotBy
   return Result::kSuccess;
 }
 
-Result ShmMapping::open(const std::string& name, size_t expectedBytes, size_t ringOffset, ShmMapping* out) {
+Result ShmMapping::open(const std::string& name, size_t minBytes, size_t maxBytes, size_t ringOffset, ShmMapping* out) {
   int fd = shm_open(name.c_str(), O_RDWR, 0600);
   if (fd < 0) {
     if (errno == ENOENT) return Result::kInProgress;  // the receiver has not created it yet
@@ -223,15 +284,17 @@ Result ShmMapping::open(const std::string& name, size_t expectedBytes, size_t ri
     close(fd);
     return fail(Result::kSystemError, "shm: fstat of /dev/shm%s failed: %s", name.c_str(), strerror(err));
   }
-  if (static_cast<size_t>(st.st_size) < expectedBytes) {
+  if (static_cast<size_t>(st.st_size) < minBytes || static_cast<size_t>(st.st_size) > maxBytes) {
     // Created but not yet sized: the receiver is between shm_open and ftruncate. Retry later.
     close(fd);
     if (st.st_size == 0) return Result::kInProgress;
     return fail(Result::kInternalError,
-                "shm: segment /dev/shm%s has %lld bytes, expected %zu: ranks disagree on MIXCCL_CHUNK_SIZE or "
+                "shm: segment /dev/shm%s has %lld bytes, expected %zu%s: ranks disagree on MIXCCL_CHUNK_SIZE or "
                 "MIXCCL_FIFO_DEPTH; set them identically on every rank",
-                name.c_str(), static_cast<long long>(st.st_size), expectedBytes);
+                name.c_str(), static_cast<long long>(st.st_size), minBytes,
+                maxBytes > minBytes ? " or a few slots more" : "");
   }
+  const size_t expectedBytes = static_cast<size_t>(st.st_size);
   void* base = nullptr;
   size_t ring = 0;
   const Result mapped = mapSegment(fd, expectedBytes, ringOffset, &base, &ring);
@@ -245,6 +308,8 @@ Result ShmMapping::open(const std::string& name, size_t expectedBytes, size_t ri
   m.base_ = base;
   m.bytes_ = expectedBytes;
   m.ring_ = ring;
+  m.ringOffset_ = ringOffset;
+  m.reserved_ = static_cast<uint64_t>(st.st_blocks) * 512 >= expectedBytes;
   *out = std::move(m);
   return Result::kSuccess;
 }

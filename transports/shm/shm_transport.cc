@@ -24,6 +24,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -95,8 +96,10 @@ class ShmSendConnection final : public SendConnection {
         lane_(lane),
         watch_(peer_.pid),
         small_(lines_),
-        lineSlot_(lines_, kNoSlot),
-        slotsAfter_(lines_, 0) {}
+        lineUnit_(lines_, kNoSlot),
+        lineUnits_(lines_, 0),
+        unitsAfter_(lines_, 0),
+        ringMsgsAfter_(lines_, 0) {}
 
   ~ShmSendConnection() override {
     // Before mapping, the receiver may have created the segment and then died; remove the name.
@@ -106,7 +109,8 @@ class ShmSendConnection final : public SendConnection {
   Result acquire(void** slot) override { return acquireFor(slotBytes_, slot); }
 
   // A message of at most kShmInlineBytes needs a free line only: its payload is written here, in
-  // this side's memory, and copied into the line at commit. A larger one also takes the next slot.
+  // this side's memory, and copied into the line at commit. One shorter than kShmPackedBytes takes
+  // the next slot, a larger one the pages right behind the previous message's (shm_segment.h).
   Result acquireFor(size_t bytes, void** slot) override {
     if (!ready_) MIXCCL_TRY(setUp());
     const uint64_t next = head_ + acquired_;
@@ -116,18 +120,34 @@ class ShmSendConnection final : public SendConnection {
     }
     const uint64_t line = shmRingIndex(next, lines_);
     if (bytes <= kShmInlineBytes) {
-      lineSlot_[line] = kNoSlot;
+      lineUnit_[line] = kNoSlot;
+      lineUnits_[line] = 0;
       *slot = small_[line].bytes;
     } else {
-      const uint64_t nextSlot = slotHead_ + slotsAcquired_;
-      if (nextSlot - slotTail_ >= depth_) {
-        readTail();
-        if (nextSlot - slotTail_ >= depth_) return waitIdle();
+      if (bytes > slotBytes_) {
+        return fail(Result::kInternalError, "shm: a %zu-byte message to rank %d does not fit a %zu-byte slot", bytes,
+                    peer_.rank, slotBytes_);
       }
-      lineSlot_[line] = static_cast<uint32_t>(shmRingIndex(nextSlot, depth_));
-      *slot = map_.slot(depth_, slotBytes_, lineSlot_[line]);
-      ++slotsAcquired_;
+      const bool packed = pack_ && bytes >= kShmPackedBytes;
+      const uint64_t need = packed ? (bytes + kShmUnit - 1) / kShmUnit : slotUnits_;
+      const uint64_t align = packed ? 1 : slotUnits_;
+      uint64_t start = 0;
+      uint64_t take = 0;
+      // At most the FIFO depth of them in flight, as when each took a slot (the spare slots of a
+      // packing lane are room for skipped units, not for more messages).
+      if (ringMsgsTaken_ - ringMsgsFreed_ >= depth_ || !placeUnits(need, align, &start, &take)) {
+        readTail();
+        if (ringMsgsTaken_ - ringMsgsFreed_ >= depth_ || !placeUnits(need, align, &start, &take)) return waitIdle();
+      }
+      ++ringMsgsTaken_;
+      lineUnit_[line] = static_cast<uint32_t>(start);
+      lineUnits_[line] = static_cast<uint32_t>(need);
+      *slot = map_.ringUnit(depth_, start);
+      unitsTaken_ += take;
+      unitPos_ = start + need == ringUnits_ ? 0 : start + need;
     }
+    unitsAfter_[line] = unitsTaken_;
+    ringMsgsAfter_[line] = ringMsgsTaken_;
     watch_.progressed();
     ++acquired_;
     return Result::kSuccess;
@@ -135,8 +155,8 @@ class ShmSendConnection final : public SendConnection {
 
   Result commit(size_t bytes, uint64_t stamp) override {
     const uint64_t at = shmRingIndex(head_, lines_);
-    const uint32_t slot = lineSlot_[at];
-    const size_t room = slot == kNoSlot ? kShmInlineBytes : slotBytes_;
+    const uint32_t unit = lineUnit_[at];
+    const size_t room = unit == kNoSlot ? kShmInlineBytes : std::min(lineUnits_[at] * kShmUnit, slotBytes_);
     if (acquired_ == 0 || bytes > room) {
       return fail(Result::kInternalError,
                   "shm: commit of %zu bytes to rank %d without a slot (or into a slot of %zu bytes)", bytes, peer_.rank,
@@ -145,15 +165,12 @@ class ShmSendConnection final : public SendConnection {
     --acquired_;
     ShmSlotLine& line = map_.lines()[at];
     // A small payload goes into the line, so the receiver fetches one cache line.
-    if (slot == kNoSlot) {
+    if (unit == kNoSlot) {
       memcpy(line.inlineData, small_[at].bytes, bytes);
-    } else {
-      if (bytes <= kShmInlineBytes) memcpy(line.inlineData, map_.slot(depth_, slotBytes_, slot), bytes);
-      ++slotHead_;
-      --slotsAcquired_;
+    } else if (bytes <= kShmInlineBytes) {
+      memcpy(line.inlineData, map_.ringUnit(depth_, unit), bytes);
     }
-    slotsAfter_[at] = slotHead_;
-    line.slot = slot;
+    line.unit = unit;
     line.bytes = static_cast<uint32_t>(bytes);
     line.stamp = stamp;
     ++head_;
@@ -183,13 +200,18 @@ class ShmSendConnection final : public SendConnection {
  private:
   Result setUp() {
     if (!map_.valid()) {
-      Result r = ShmMapping::open(name_, shmTotalBytes(depth_, slotBytes_), shmSlotsOffset(depth_), &map_);
+      Result r = ShmMapping::open(name_, shmTotalBytes(depth_, slotBytes_),
+                                  shmTotalBytes(depth_, slotBytes_, depth_ + kShmPackSpareSlots),
+                                  shmSlotsOffset(depth_), &map_);
       if (r == Result::kInProgress) return waitIdle();
       MIXCCL_TRY(r);
     }
     if (!map_.ready()) return waitIdle();
     ShmHeader* h = map_.header();
-    if (h->version != kShmVersion || h->slotCount != depth_ || h->slotBytes != slotBytes_) {
+    // The receiver chose whether the lane packs (ShmTransport::pack_): its ring says so.
+    const bool packs = h->ringSlots == depth_ + kShmPackSpareSlots;
+    if (h->version != kShmVersion || h->slotCount != depth_ || h->slotBytes != slotBytes_ ||
+        (!packs && h->ringSlots != depth_) || map_.bytes() != shmTotalBytes(depth_, slotBytes_, h->ringSlots)) {
       return fail(Result::kInvalidUsage,
                   "shm: lane to rank %d (host %s) has version %u, %u slots of %llu bytes; this rank expects version "
                   "%u, %u slots of %zu bytes: set MIXCCL_CHUNK_SIZE and MIXCCL_FIFO_DEPTH identically everywhere",
@@ -215,6 +237,10 @@ class ShmSendConnection final : public SendConnection {
     head_ = 0;
     cachedTail_ = 0;
     readTail();
+    pack_ = packs;
+    ringUnits_ = shmRingUnits(h->ringSlots, slotBytes_);
+    slotUnits_ = shmSlotStride(slotBytes_) / kShmUnit;
+    if (pack_) map_.prefault();
     ready_ = true;
     MIXCCL_INFO(log::kShm, "shm: lane %d to rank %d connected (%u slots of %zu bytes, %u message lines)", lane_,
                 peer_.rank, depth_, slotBytes_, lines_);
@@ -227,14 +253,35 @@ class ShmSendConnection final : public SendConnection {
     return Result::kInProgress;
   }
 
-  // Reads the receiver's tail: lines up to it are free again, and so are the slots of their
-  // messages. slotsAfter_ of message tail - 1 is still this side's: it is overwritten only by
+  // Reads the receiver's tail: lines up to it are free again, and so are the units of their
+  // messages. unitsAfter_ of message tail - 1 is still this side's: it is overwritten only by
   // message tail - 1 + lines, whose line could be acquired only after a tail >= this one was read.
   void readTail() {
     const uint64_t tail = map_.tail()->load(std::memory_order_acquire);
     if (tail == cachedTail_) return;
-    slotTail_ = slotsAfter_[shmRingIndex(tail - 1, lines_)];
+    unitsFreed_ = unitsAfter_[shmRingIndex(tail - 1, lines_)];
+    ringMsgsFreed_ = ringMsgsAfter_[shmRingIndex(tail - 1, lines_)];
     cachedTail_ = tail;
+  }
+
+  // Where a message of `need` units goes: at the first multiple of `align` from the previous
+  // message's end on, or at the ring's start when it would run past the end (a message never
+  // wraps: the receiver reads it as one range whatever its mapping). *take counts the units
+  // skipped too, as they stay in use until this message is released. False when the units still
+  // in use leave no room (the receiver releases in order, so they are one span behind unitPos_).
+  // Skips are less than a slot, and a packing lane has spare slots for them
+  // (kShmPackSpareSlots), so the FIFO depth of messages always fits once earlier ones are
+  // released; elsewhere every message takes a slot at a slot boundary and none is skipped.
+  bool placeUnits(uint64_t need, uint64_t align, uint64_t* start, uint64_t* take) const {
+    const uint64_t used = unitsTaken_ - unitsFreed_;
+    // A mask for the power-of-two slots of every default (shmRingIndex says why).
+    const uint64_t aligned = align == 1                   ? unitPos_
+                             : (align & (align - 1)) == 0 ? (unitPos_ + align - 1) & ~(align - 1)
+                                                          : (unitPos_ + align - 1) / align * align;
+    *start = aligned + need <= ringUnits_ ? aligned : 0;
+    const uint64_t skipped = *start == aligned ? aligned - unitPos_ : ringUnits_ - unitPos_;
+    *take = skipped + need;
+    return used + *take <= ringUnits_;
   }
 
   static constexpr uint32_t kNoSlot = UINT32_MAX;  // a line whose payload travels inside it
@@ -251,31 +298,45 @@ class ShmSendConnection final : public SendConnection {
   PeerWatch watch_;
   ShmMapping map_;
   bool ready_ = false;
+  // From the header, at setUp():
+  bool pack_ = false;       // whether payloads of kShmPackedBytes and more are packed
+  uint64_t ringUnits_ = 0;  // units (kShmUnit) of the slot ring
+  uint64_t slotUnits_ = 0;  // of a slot
   // Per line of the ring, for the message that has it now (index message % lines_):
-  std::vector<SmallPayload> small_;   // the payload of a small message until commit() copies it
-  std::vector<uint32_t> lineSlot_;    // its slot, or kNoSlot
-  std::vector<uint64_t> slotsAfter_;  // slotHead_ once it was committed
-  uint32_t acquired_ = 0;             // lines handed out by acquireFor() and not committed yet, from head_ on
-  uint32_t slotsAcquired_ = 0;        // slots among them, from slotHead_ on
-  uint64_t head_ = 0;                 // next message index to commit
-  uint64_t slotHead_ = 0;             // slots taken by committed messages
-  uint64_t cachedTail_ = 0;           // last tail seen; re-read only when a ring looks full
-  uint64_t slotTail_ = 0;             // slots released with the messages up to cachedTail_
-  bool holding_ = false;              // holdPublish(): seq stores wait in held_ until publish()
+  std::vector<SmallPayload> small_;      // the payload of a small message until commit() copies it
+  std::vector<uint32_t> lineUnit_;       // its first unit in the slot ring, or kNoSlot
+  std::vector<uint32_t> lineUnits_;      // the units it may fill (what acquireFor() was asked for)
+  std::vector<uint64_t> unitsAfter_;     // unitsTaken_ once it was acquired
+  std::vector<uint64_t> ringMsgsAfter_;  // ringMsgsTaken_ once it was acquired
+  uint32_t acquired_ = 0;                // lines handed out by acquireFor() and not committed yet, from head_ on
+  uint64_t head_ = 0;                    // next message index to commit
+  uint64_t cachedTail_ = 0;              // last tail seen; re-read only when a ring looks full
+  uint64_t unitsTaken_ = 0;              // units taken by acquired messages (skipped ones included), ever
+  uint64_t unitsFreed_ = 0;              // those released with the messages up to cachedTail_
+  uint64_t ringMsgsTaken_ = 0;           // messages that took units (not inline), ever
+  uint64_t ringMsgsFreed_ = 0;           // those released with the messages up to cachedTail_
+  uint64_t unitPos_ = 0;                 // where the next message's units would start
+  bool holding_ = false;                 // holdPublish(): seq stores wait in held_ until publish()
   std::vector<std::pair<ShmSlotLine*, uint64_t>> held_;
 };
 
 class ShmRecvConnection final : public RecvConnection {
  public:
-  ShmRecvConnection(std::string name, ShmMapping map, const TransportContext& ctx, ShmPeerInfo peer, int lane)
+  // `pack`: whether the sender packs messages (shmPackLanes), so the ring is prefaulted.
+  ShmRecvConnection(std::string name, ShmMapping map, const TransportContext& ctx, ShmPeerInfo peer, int lane,
+                    bool pack)
       : name_(std::move(name)),
         map_(std::move(map)),
         depth_(static_cast<uint32_t>(ctx.fifoDepth)),
         lines_(shmLineCount(depth_)),
         slotBytes_(ctx.slotBytes),
+        ringUnits_(shmRingUnits(pack ? depth_ + kShmPackSpareSlots : depth_, slotBytes_)),
         peer_(std::move(peer)),
         lane_(lane),
-        watch_(peer_.pid) {}
+        watch_(peer_.pid),
+        pack_(pack) {
+    if (pack_) map_.prefault();
+  }
 
   ~ShmRecvConnection() override {
     // Normally the sender unlinked the name when it mapped; if it never came, do it here.
@@ -301,17 +362,24 @@ class ShmRecvConnection final : public RecvConnection {
       *data = line.inlineData;
       return Result::kSuccess;
     }
-    if (line.slot >= depth_) {
-      return fail(Result::kRemoteError, "shm: rank %d (host %s) named slot %u of a lane with %u slots", peer_.rank,
-                  peer_.host.c_str(), line.slot, depth_);
+    // The sender never lets a message run past the ring's end (ShmSendConnection::placeUnits).
+    if (line.unit >= ringUnits_ || (ringUnits_ - line.unit) * kShmUnit < *bytes) {
+      return fail(
+          Result::kRemoteError,
+          "shm: rank %d (host %s) placed a %zu-byte message at unit %u of a lane whose slot ring has %llu units",
+          peer_.rank, peer_.host.c_str(), *bytes, line.unit, static_cast<unsigned long long>(ringUnits_));
     }
-    *data = map_.slot(depth_, slotBytes_, line.slot);
+    *data = map_.ringUnit(depth_, line.unit);
     return Result::kSuccess;
   }
 
   size_t messageDepth() const override { return lines_; }
 
-  Result reserve() override { return map_.reservePages(); }
+  Result reserve() override {
+    MIXCCL_TRY(map_.reservePages());
+    if (pack_) map_.prefault();
+    return Result::kSuccess;
+  }
 
   Result release() override {
     if (tail_ == arrived_) {
@@ -363,9 +431,11 @@ class ShmRecvConnection final : public RecvConnection {
   uint32_t depth_;
   uint32_t lines_;
   size_t slotBytes_;
+  uint64_t ringUnits_;
   ShmPeerInfo peer_;
   int lane_;
   PeerWatch watch_;
+  bool pack_;
   bool senderMapped_ = false;
   bool arrivedAtTail() const {
     return map_.lines()[shmRingIndex(tail_, lines_)].seq.load(std::memory_order_acquire) == tail_ + 1;
@@ -442,6 +512,10 @@ class ShmTransport final : public Transport {
       }
       ++shmRanksHere;
     }
+    pack_ = shmPackLanes(lastLevelCacheBytes(), shmRanksHere, shmRingUnits(ctx_.fifoDepth, ctx_.slotBytes) * kShmUnit);
+    MIXCCL_INFO(log::kShm, "shm: %u ranks on this host, last-level cache %zu bytes: messages of %zu bytes and more %s",
+                shmRanksHere, lastLevelCacheBytes(), kShmPackedBytes,
+                pack_ ? "are packed in the slot rings" : "take a slot each (the rings do not fit in the cache)");
     pages_.resize(peers_.size());
     bool otherPidSpaces = false;
     for (const TransportPeer& p : peers_) {
@@ -489,8 +563,9 @@ class ShmTransport final : public Transport {
     MIXCCL_TRY(checkArgs(peer, lane));
     std::string name = shmLaneName(ctx_.commHash, nonce_, peer, ctx_.rank, lane);
     ShmMapping map;
-    MIXCCL_TRY(ShmMapping::create(name, static_cast<uint32_t>(ctx_.fifoDepth), ctx_.slotBytes, peer, reserve, &map));
-    *out = std::make_unique<ShmRecvConnection>(std::move(name), std::move(map), ctx_, peerInfo(peer), lane);
+    MIXCCL_TRY(
+        ShmMapping::create(name, static_cast<uint32_t>(ctx_.fifoDepth), ctx_.slotBytes, peer, reserve, &map, pack_));
+    *out = std::make_unique<ShmRecvConnection>(std::move(name), std::move(map), ctx_, peerInfo(peer), lane, pack_);
     return Result::kSuccess;
   }
 
@@ -533,6 +608,7 @@ class ShmTransport final : public Transport {
   std::vector<ShmRankPage> pages_;  // by rank; valid for same-host peers
   std::vector<int> localPeers_;
   bool peersSet_ = false;
+  bool pack_ = false;  // shmPackLanes for this host's ranks
 };
 
 }  // namespace
