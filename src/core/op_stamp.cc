@@ -85,16 +85,25 @@ OpIdentity identityOf(const Op& op) {
 Result stampMismatch(const OpIdentity& op, uint64_t theirs, int peer, const char* context) {
   const Fields a = unpack(op.stamp), b = unpack(theirs);
   const bool p2p = op.kind == CollKind::kSend || op.kind == CollKind::kRecv;
-  char what[256];
-  if (a.kind != b.kind) {
-    snprintf(what, sizeof(what), "rank %d called %s where this rank called %s", peer,
-             b.kind < 10 ? collName(static_cast<CollKind>(b.kind)) : "an unknown operation", collName(op.kind));
+  char what[512];
+  const char* theirKind = b.kind < 10 ? collName(static_cast<CollKind>(b.kind)) : "an unknown operation";
+  // The sequence number first: a message of another one says nothing about what the peer called at
+  // this one. A peer that finished its part of this collective without sending this rank what it
+  // waits for (it took another root, say) sends its next collective's messages instead, and naming
+  // that kind would report a difference of calls that exists at no point of the program.
+  if (a.seq != b.seq && p2p) {
+    snprintf(what, sizeof(what),
+             "rank %d is at send/recv number %llu (mod 65536) where this rank is at %llu: one of them issued more or "
+             "fewer operations to the other",
+             peer, static_cast<unsigned long long>(b.seq), static_cast<unsigned long long>(a.seq));
   } else if (a.seq != b.seq) {
     snprintf(what, sizeof(what),
-             "rank %d is at %s number %llu (mod 65536) where this rank is at %llu: one of them issued more or fewer "
-             "operations%s",
-             peer, p2p ? "send/recv" : "collective", static_cast<unsigned long long>(b.seq),
-             static_cast<unsigned long long>(a.seq), p2p ? " to the other" : "");
+             "rank %d sent a message of its collective number %llu (mod 65536, %s) where this rank is at %llu: it "
+             "finished or skipped a collective without sending what this rank expects, so the ranks disagree on "
+             "this or an earlier collective (which one, its root or count) or one of them issued more or fewer of them",
+             peer, static_cast<unsigned long long>(b.seq), theirKind, static_cast<unsigned long long>(a.seq));
+  } else if (a.kind != b.kind) {
+    snprintf(what, sizeof(what), "rank %d called %s where this rank called %s", peer, theirKind, collName(op.kind));
   } else if (a.dtype != b.dtype) {
     snprintf(what, sizeof(what), "rank %d passed datatype %s where this rank passed %s", peer,
              b.dtype < static_cast<uint64_t>(kNumDataTypes) ? dataTypeName(static_cast<DataType>(b.dtype)) : "unknown",

@@ -269,6 +269,41 @@ TEST_P(MismatchTest, OtherRootAtFirstCall) {
       "mismatched calls");
 }
 
+// Only the last rank takes rank 1 as a broadcast's root; every rank then calls all-reduces. A rank
+// whose broadcast is still waiting may read, from a peer that finished its broadcast, a message of
+// that peer's next collective (an all-reduce, seq 1). The error must say that the peer is at
+// another sequence number: it used to read "rank 0 called AllReduce where this rank called
+// Broadcast", a difference that does not exist at any one point of the program.
+TEST_P(MismatchTest, RootSeenByOneRankNamesNoCallThatDidNotHappen) {
+  const int n = GetParam().nranks;
+  if (n < 3) GTEST_SKIP() << "needs a rank that is neither root";
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<Outcome> out = runMismatch(n, [&](int rank, ncclComm_t comm) {
+    std::vector<float> v(1000, static_cast<float>(rank));
+    ncclResult_t r = ncclBroadcast(v.data(), v.data(), v.size(), ncclFloat32, rank == n - 1 ? 1 : 0, comm, nullptr);
+    for (int i = 0; i < kLaterCalls && r == ncclSuccess; ++i) {
+      r = ncclAllReduce(v.data(), v.data(), v.size(), ncclFloat32, ncclSum, comm, nullptr);
+    }
+    return r;
+  });
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  int usage = 0;
+  for (size_t r = 0; r < out.size(); ++r) {
+    if (out[r].result != ncclInvalidUsage) continue;
+    ++usage;
+    // Every rank called Broadcast at seq 0 and AllReduce after it: no kind differs at one seq.
+    EXPECT_EQ(out[r].message.find("called AllReduce where this rank called Broadcast"), std::string::npos)
+        << "rank " << r << ": " << out[r].message;
+    EXPECT_EQ(out[r].message.find("called Broadcast where this rank called AllReduce"), std::string::npos)
+        << "rank " << r << ": " << out[r].message;
+    // Either the root itself, or the sequence number the peer's message belongs to.
+    EXPECT_TRUE(out[r].message.find("root") != std::string::npos ||
+                out[r].message.find("collective number 1 (mod 65536, AllReduce)") != std::string::npos)
+        << "rank " << r << ": " << out[r].message;
+  }
+  EXPECT_GE(usage, 1) << "no rank reported the mismatch";
+}
+
 TEST_P(MismatchTest, SendRecvDatatype) {
   const int n = GetParam().nranks;
   check(
