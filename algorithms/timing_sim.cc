@@ -6,13 +6,16 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace mixccl::algo {
 namespace {
 
 constexpr uint32_t kNoLink = UINT32_MAX;
-constexpr uint32_t kCombine = 1u << 31;  // in PackedStep::countFlags: a message OP a local source
+// In PackedStep::countFlags: the step combines, a message OP a local source, or the operands of a
+// multi-source step (its fold factor, operands - 1, is in TimingSimulator::folds_).
+constexpr uint32_t kCombine = 1u << 31;
 constexpr uint64_t kMaxMessageElems = kCombine - 1;
 constexpr int kSampleRanks = 64;  // ranks built to estimate a run's steps (checkBudget)
 
@@ -236,12 +239,19 @@ class TimingSimulator {
         }
         PackedStep p{kNoLink, kNoLink, 0};
         const bool message = st.recvPeer >= 0 || st.sendPeer >= 0;
-        if (message && st.count > kMaxMessageElems) {
+        // A multi-source step folds sourceCount operands of `count` elements: sourceCount - 1
+        // combines, which one-shot and the ordered forms spend all their arithmetic on.
+        const bool fold = st.sourceCount >= 2;
+        if ((message || fold) && st.count > kMaxMessageElems) {
           return fail(Result::kInvalidUsage,
-                      "%s: rank %d step %zu: a message of %llu elements is over the %llu the "
+                      "%s: rank %d step %zu: a %s of %llu elements is over the %llu the "
                       "timing simulator stores; use a smaller chunk",
-                      opt_.label.c_str(), r, i, static_cast<unsigned long long>(st.count),
+                      opt_.label.c_str(), r, i, message ? "message" : "fold", static_cast<unsigned long long>(st.count),
                       static_cast<unsigned long long>(kMaxMessageElems));
+        }
+        if (fold) {
+          p.countFlags = kCombine | static_cast<uint32_t>(st.count);
+          folds_.emplace(steps_.size(), st.sourceCount - 1);
         }
         if (st.recvPeer >= 0) {
           if (st.recvPeer != lastRecv) recvId = linkOf(st.recvPeer, r), lastRecv = st.recvPeer;
@@ -328,7 +338,11 @@ class TimingSimulator {
         out->bytes += static_cast<uint64_t>(count) * opt_.elemBytes;
         busy += wire;
       }
-      if ((s.countFlags & kCombine) != 0) busy += bytes * gamma;
+      if ((s.countFlags & kCombine) != 0) {
+        // A received message combines once; a fold (never a receive) once per operand after its first.
+        const double combines = in != nullptr ? 1.0 : static_cast<double>(folds_.at(rs.next));
+        busy += combines * bytes * gamma;
+      }
       const double end = start + busy;
       if (in != nullptr) {
         in->head = (in->head + 1) % in->cap;
@@ -374,7 +388,8 @@ class TimingSimulator {
     st.links = links_.size();
     st.memoryBytes = steps_.capacity() * sizeof(PackedStep) + ranks_.capacity() * sizeof(RankState) +
                      links_.capacity() * sizeof(Link) + inFlight_.capacity() * sizeof(InFlight) +
-                     freed_.capacity() * sizeof(double) + table_.bytes();
+                     freed_.capacity() * sizeof(double) + table_.bytes() +
+                     folds_.size() * (sizeof(uint64_t) + sizeof(uint32_t) + 2 * sizeof(void*));
     if (stats != nullptr) *stats = st;
     return Result::kSuccess;
   }
@@ -415,6 +430,9 @@ class TimingSimulator {
   std::vector<Link> links_;
   std::vector<InFlight> inFlight_;
   std::vector<double> freed_;
+  // Step index -> operands - 1 of each multi-source step. Few: a fold comes with the p - 1
+  // receives of its operands, so this stays a small fraction of steps_.
+  std::unordered_map<uint64_t, uint32_t> folds_;
   LinkTable table_;
 };
 

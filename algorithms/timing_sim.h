@@ -18,9 +18,10 @@
 //    previous message: a link carries one message at a time, each occupying it for b * beta);
 //    it arrives alpha + b * beta later.
 //  - The step keeps its rank busy until start + b * beta when it sends, plus b * gamma when it
-//    combines a received message with a local source (gamma of the `intra` model: a rank's own
-//    arithmetic). Receiving into memory, local copies and tokens cost no rank time (a token
-//    still pays alpha on the link).
+//    combines a received message with a local source, or (k - 1) * b * gamma when it folds k
+//    local operands (a multi-source step; b = its count * elemBytes) (gamma of the `intra` model:
+//    a rank's own arithmetic). Receiving into memory, local copies and tokens cost no rank time
+//    (a token still pays alpha on the link).
 //  - The receiving step frees the message's slot when it ends. The rank's clock becomes the end.
 // The predicted time is the latest clock over all ranks.
 // What it leaves out: links are independent (no shared NIC, host uplink or switch), and receiving

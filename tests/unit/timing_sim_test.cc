@@ -147,6 +147,37 @@ TEST(TimingSim, TwoRankRingAllReduceMatchesTheHandCount) {
   }
 }
 
+// The rank-order folds (one-shot, ordered) do all their arithmetic in one multi-source step of p
+// operands: p - 1 combines of b bytes, charged b*gamma each. One-shot, one piece of b bytes per
+// rank: p - 1 sends in a row (the last leaves at (p-2) b beta), the last message in arrives at
+// alpha + (p-1) b beta, then the fold. Ordered reduce: every other rank sends its b bytes to the
+// root at once (alpha + b beta), then the root folds p operands.
+TEST(TimingSim, RankOrderFoldsPayGammaPerOperand) {
+  const double alpha = 1e-6, beta = 1e-9;
+  const uint64_t m = 1000;
+  const double b = 4.0 * m;
+  for (double gamma : {0.0, 0.5e-9, 3e-9}) {
+    for (int p : {2, 3, 5, 8}) {
+      CollArgs a;
+      a.kind = CollKind::kAllReduce;
+      a.algo = Algo::kOneShot;
+      a.count = m;
+      a.chunkElems = m;
+      TimingStats t;
+      ASSERT_EQ(simulateCollectiveTiming(a, handModel(p, 1, alpha, beta, gamma), &t), Result::kSuccess) << lastError();
+      EXPECT_NEAR(t.seconds, alpha + (p - 1) * b * beta + (p - 1) * b * gamma, 1e-12)
+          << "one-shot, " << p << " ranks, gamma " << gamma;
+      a.kind = CollKind::kReduce;
+      a.algo = Algo::kOrdered;
+      a.root = p - 1;
+      ASSERT_EQ(simulateCollectiveTiming(a, handModel(p, 1, alpha, beta, gamma), &t), Result::kSuccess) << lastError();
+      EXPECT_NEAR(t.seconds, alpha + b * beta + (p - 1) * b * gamma, 1e-12)
+          << "ordered reduce, " << p << " ranks, gamma " << gamma;
+      EXPECT_EQ(t.lastRank, p - 1) << "the root folds last";
+    }
+  }
+}
+
 // Binomial broadcast over p = 2^k ranks, one chunk of b bytes: the deepest path 0 -> p/2 -> 3p/4
 // -> ... -> p-1 follows first children only, so no rank on it waits for an earlier send: k hops
 // of alpha + b*beta; then rank p-1 sends the root its closing token (alpha, no bytes). Every
