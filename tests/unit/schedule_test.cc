@@ -530,6 +530,8 @@ TEST(ScheduleMatrix, ReduceScatterOrdered) { runMatrix(CollKind::kReduceScatter,
 TEST(ScheduleMatrix, ReduceOrdered) { runMatrix(CollKind::kReduce, Algo::kOrdered); }
 TEST(ScheduleMatrix, AllGatherBruck) { runMatrix(CollKind::kAllGather, Algo::kBruck); }
 TEST(ScheduleMatrix, ReduceScatterBruck) { runMatrix(CollKind::kReduceScatter, Algo::kBruck); }
+TEST(ScheduleMatrix, AllGatherDirect) { runMatrix(CollKind::kAllGather, Algo::kDirect); }
+TEST(ScheduleMatrix, AlltoAllDirect) { runMatrix(CollKind::kAlltoAll, Algo::kDirect); }
 
 // The algorithms that fold in rank order (one-shot, ordered) at every rank count from 1 to 33,
 // counts below, at and above the rank count, several chunkings, in and out of place, FIFO depth
