@@ -35,6 +35,9 @@ using algo::Algo;
 
 constexpr int kMaxRanks = 65536;
 constexpr uint64_t kElemBytes = 4;  // float32
+// MIXCCL_CHUNK_SIZE's upper bound (Communicator::setUpLocal); larger slots are no configuration the
+// library runs, and the timing simulator stores at most 2^31 - 1 elements per message.
+constexpr uint64_t kMaxChunkBytes = uint64_t{1} << 30;
 constexpr const char* kCollNames[] = {"allreduce",     "broadcast", "reduce", "allgather",
                                       "reducescatter", "alltoall",  "gather", "scatter"};
 constexpr int kNumColls = 8;
@@ -331,9 +334,11 @@ int run(int argc, char** argv) {
   if (!bytes)
     return usageError("--bytes '%s' is not a size (a number, optionally followed by K, M or G)", c.bytes.c_str());
   const std::optional<uint64_t> chunk = parseSize(c.chunk);
-  if (!chunk || *chunk < kElemBytes) {
-    return usageError("--chunk '%s' must be a size of at least %llu bytes (one float32)", c.chunk.c_str(),
-                      static_cast<unsigned long long>(kElemBytes));
+  if (!chunk || *chunk < kElemBytes || *chunk > kMaxChunkBytes) {
+    return usageError(
+        "--chunk '%s' must be a size of at least %llu bytes (one float32) and at most 1 GiB (as "
+        "MIXCCL_CHUNK_SIZE)",
+        c.chunk.c_str(), static_cast<unsigned long long>(kElemBytes));
   }
   if (c.fifoDepth < 1) return usageError("--fifo-depth must be at least 1");
   if (!(c.stepBudget >= 1)) return usageError("--step-budget must be at least 1");

@@ -47,6 +47,14 @@ for flag in ("--alpha-intra", "--beta-intra", "--alpha-inter", "--beta-inter", "
               and "time(us)" not in r.stdout,
               f"{flag}={value} refused", r)
 
+# A chunk over MIXCCL_CHUNK_SIZE's 1 GiB is bad input (status 2), not a failed simulation (status 1,
+# a builder bug): 12 GiB in one 12 GiB message was more than the simulator stores per message.
+r = run("--ranks", "2", "--algo", "ring", "--coll", "broadcast", "--bytes", "12G", "--chunk", "12G")
+check(r.returncode == 2 and "--chunk" in r.stderr and "1 GiB" in r.stderr and "time(us)" not in r.stdout,
+      "--chunk 12G refused", r)
+r = run("--ranks", "2", "--algo", "ring", "--coll", "broadcast", "--bytes", "4G", "--chunk", "1G")
+check(r.returncode == 0 and " ring " in r.stdout, "--chunk 1G simulated", r)
+
 for f in failures:
     print("FAIL:", f)
 print(f"simulate_test: {len(failures)} failure(s)")
