@@ -230,32 +230,39 @@ inline void checkDataMovement(int rank, int n, ncclComm_t comm, Matrix m, uint32
             }
           }
         }
-        if (inplace) continue;  // NCCL has no in-place form of the rest
         if (runsCollective(kinds, CollKind::kGather)) {
+          // In place (NCCL's nccl.h): the root's sendbuff is its own block of recvbuff.
           std::vector<uint8_t> gOut(n * bytes + 1);
-          ASSERT_EQ(ncclGather(mine.data(), gOut.data(), count, dt, root, comm, nullptr), ncclSuccess)
+          const uint8_t* gIn = mine.data();
+          if (inplace && rank == root) {
+            std::copy(mine.begin(), mine.end() - 1, gOut.begin() + root * bytes);
+            gIn = gOut.data() + root * bytes;
+          }
+          ASSERT_EQ(ncclGather(gIn, gOut.data(), count, dt, root, comm, nullptr), ncclSuccess)
               << ncclGetLastError(comm);
           if (rank == root) {
             for (int k = 0; k < n; ++k) {
               for (uint64_t b = 0; b < bytes; ++b) {
                 ASSERT_EQ(gOut[k * bytes + b], patternByte(k, b))
-                    << "Gather " << typeName(t) << " count " << count << " root " << root << " block " << k << " byte "
-                    << b;
+                    << "Gather " << typeName(t) << " count " << count << (inplace ? " in-place" : "") << " root "
+                    << root << " block " << k << " byte " << b;
               }
             }
           }
         }
         if (runsCollective(kinds, CollKind::kScatter)) {
+          // In place (NCCL's nccl.h): the root's recvbuff is its own block of sendbuff.
           std::vector<uint8_t> sIn(n * bytes + 1), sOut(bytes + 1);
           for (int k = 0; k < n; ++k) {
             for (uint64_t b = 0; b < bytes; ++b) sIn[k * bytes + b] = patternByte(rank * 131 + k, b);
           }
-          ASSERT_EQ(ncclScatter(sIn.data(), sOut.data(), count, dt, root, comm, nullptr), ncclSuccess)
+          uint8_t* sDst = inplace && rank == root ? sIn.data() + root * bytes : sOut.data();
+          ASSERT_EQ(ncclScatter(sIn.data(), sDst, count, dt, root, comm, nullptr), ncclSuccess)
               << ncclGetLastError(comm);
           for (uint64_t b = 0; b < bytes; ++b) {
-            ASSERT_EQ(sOut[b], patternByte(root * 131 + rank, b))
-                << "Scatter " << typeName(t) << " count " << count << " root " << root << " rank " << rank << " byte "
-                << b;
+            ASSERT_EQ(sDst[b], patternByte(root * 131 + rank, b))
+                << "Scatter " << typeName(t) << " count " << count << (inplace ? " in-place" : "") << " root " << root
+                << " rank " << rank << " byte " << b;
           }
         }
       }
