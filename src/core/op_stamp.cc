@@ -47,14 +47,16 @@ uint64_t opStamp(const Op& op) {
   const uint64_t algorithm = p2p ? 0 : static_cast<uint64_t>(op.algo) & 0xf;
   const uint64_t head = (op.seq & 0xffff) | static_cast<uint64_t>(kind) << 16 |
                         (static_cast<uint64_t>(op.dtype) & 0xf) << 20 | redop << 24 | algorithm << 58;
-  if (p2p) {
-    // No root: the count takes bits 28..57, exact below 2^30 elements. A 14-bit fingerprint let a
-    // receive of whole chunks (2^17 floats) take the first chunks of a longer send whose count
-    // folds to the same value (9 * 2^14 + 1) and return success with the rest never read.
+  if (!rooted(op.kind)) {
+    // No root (send/recv, unrooted collectives): the count takes bits 28..57, exact below 2^30
+    // elements. A 14-bit fingerprint let a receive of whole chunks (2^17 floats) take the first
+    // chunks of a longer send whose count folds to the same value (9 * 2^14 + 1) and return
+    // success with the rest never read; the same for a 2-rank all-reduce of 2^20 floats against
+    // one of 2^20 + 2^14 + 1.
     const uint64_t count = (op.count ^ (op.count >> 30) ^ (op.count >> 60)) & 0x3fffffff;
     return head | count << 28;
   }
-  const uint64_t root = rooted(op.kind) ? static_cast<uint64_t>(op.root) & 0xffff : 0;
+  const uint64_t root = static_cast<uint64_t>(op.root) & 0xffff;
   const uint64_t count = (op.count ^ (op.count >> 14) ^ (op.count >> 28) ^ (op.count >> 42)) & 0x3fff;
   return head | root << 28 | count << 44;
 }
@@ -85,6 +87,8 @@ OpIdentity identityOf(const Op& op) {
 Result stampMismatch(const OpIdentity& op, uint64_t theirs, int peer, const char* context) {
   const Fields a = unpack(op.stamp), b = unpack(theirs);
   const bool p2p = op.kind == CollKind::kSend || op.kind == CollKind::kRecv;
+  // Stamps of operations without a root use the root's bits for the count (opStamp).
+  const bool hasRoot = rooted(op.kind);
   char what[512];
   const char* theirKind = b.kind < 10 ? collName(static_cast<CollKind>(b.kind)) : "an unknown operation";
   // The sequence number first: a message of another one says nothing about what the peer called at
@@ -111,7 +115,7 @@ Result stampMismatch(const OpIdentity& op, uint64_t theirs, int peer, const char
   } else if (a.redop != b.redop) {
     snprintf(what, sizeof(what), "rank %d passed reduction %s where this rank passed %s", peer, redopText(b.redop),
              redopText(a.redop));
-  } else if (a.root != b.root && !p2p) {  // send/recv stamps have no root: those bits are count
+  } else if (a.root != b.root && hasRoot) {
     snprintf(what, sizeof(what), "rank %d passed root %llu where this rank passed %d", peer,
              static_cast<unsigned long long>(b.root), op.root);
   } else if (a.count != b.count || a.root != b.root) {

@@ -15,10 +15,10 @@
 //   16..19 operation kind (CollKind; a receive expects kSend)
 //   20..23 datatype (ncclDataType_t)
 //   24..27 reduction: ncclRedOp_t 0..4 for built-ins, 5 for any PreMulSum, 15 for none
-//   28..43 root, low 16 bits (0 for unrooted collectives)
+//   28..43 root, low 16 bits (Broadcast, Reduce, Gather, Scatter)
 //   44..57 count fingerprint: (count ^ count >> 14 ^ count >> 28 ^ count >> 42) & 0x3fff
-//   send/recv, which have no root, use 28..57 for the count instead:
-//          (count ^ count >> 30 ^ count >> 60) & 0x3fffffff, exact below 2^30 elements
+//   operations without a root (send/recv and the other collectives) use 28..57 for the count
+//   instead: (count ^ count >> 30 ^ count >> 60) & 0x3fffffff, exact below 2^30 elements
 //   58..61 algorithm (algo::Algo, the tuner's choice; 0 for send/recv)
 //   62     protocol: 0 Simple, 1 LL
 //   63     probe: an empty message a rank sends on the collective lane to the peer it has waited

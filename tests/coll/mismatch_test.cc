@@ -317,6 +317,21 @@ TEST_P(MismatchTest, SendRecvDatatype) {
       "datatype", /*successAllowed=*/true);
 }
 
+// An all-reduce whose counts differ by 2^14 + 1 (bits 0 and 14), which fold to the same 14-bit
+// fingerprint: with 2 ranks the smaller count's rank returned success (the first chunks match in
+// size and stamp) and left its peer waiting; with more ranks only a segment's size told, in a
+// message that did not say "mismatched calls". Unrooted collectives carry the count in 30 bits.
+TEST_P(MismatchTest, AllReduceCountsWithTheSameFingerprint) {
+  const int last = GetParam().nranks - 1;
+  constexpr size_t kBase = size_t{1} << 20, kOther = kBase ^ 1 ^ (size_t{1} << 14);
+  check(
+      [&](int rank, ncclComm_t comm) {
+        std::vector<float> v(kOther, 1.0f);
+        return ncclAllReduce(v.data(), v.data(), rank == last ? kOther : kBase, ncclFloat32, ncclSum, comm, nullptr);
+      },
+      "different count");
+}
+
 // A receive of whole chunks (2^17 floats of 512 KiB chunks) from a longer send whose count folds to
 // the same 14-bit fingerprint (9 * 2^14 + 1): every message the receiver reads has its size and
 // stamp, so only the count in the stamp can tell. It returned success with the tail never read.
