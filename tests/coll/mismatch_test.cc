@@ -23,6 +23,7 @@ namespace {
 struct Outcome {
   ncclResult_t result = ncclSuccess;
   std::string message;
+  std::string afterAbort;  // ncclGetLastError once ncclCommAbort returned
 };
 
 // Runs `nranks` ranks as threads; each calls body(rank, comm) (which returns the first non-success
@@ -41,6 +42,7 @@ std::vector<Outcome> runMismatch(int nranks, const std::function<ncclResult_t(in
       out[r].result = body(r, comms[r]);
       if (out[r].result != ncclSuccess) out[r].message = ncclGetLastError(nullptr);
       EXPECT_EQ(ncclCommAbort(comms[r]), ncclSuccess);
+      out[r].afterAbort = ncclGetLastError(nullptr);
     });
   }
   for (auto& t : threads) t.join();
@@ -95,6 +97,20 @@ TEST_P(MismatchTest, Count) {
                              nullptr);
       },
       "different count");
+}
+
+// A framework logs ncclGetLastError after it aborted the failed communicator: it must still say
+// why the call failed. Over TCP the abort's closing notices to peers that had left already (a
+// refused connect) replaced it with "tcp: connecting lane 1 to rank 1 failed".
+TEST_P(MismatchTest, LastErrorSurvivesTheAbort) {
+  const int last = GetParam().nranks - 1;
+  std::vector<Outcome> out = runMismatch(GetParam().nranks, [&](int rank, ncclComm_t comm) {
+    std::vector<float> v(1000, 1.0f);
+    return ncclAllReduce(v.data(), v.data(), rank == last ? 999 : 1000, ncclFloat32, ncclSum, comm, nullptr);
+  });
+  for (size_t r = 0; r < out.size(); ++r) {
+    if (out[r].result != ncclSuccess) EXPECT_EQ(out[r].afterAbort, out[r].message) << "rank " << r;
+  }
 }
 
 TEST_P(MismatchTest, Datatype) {

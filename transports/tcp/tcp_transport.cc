@@ -192,6 +192,10 @@ class TcpTransport final : public Transport {
         notices.push_back(std::make_unique<TcpSendConnection>(hub_, peer, static_cast<int>(idx % kNumLanes)));
       }
     }
+    // Advice, like the notices' purpose: a peer that left already refuses the connection, which is
+    // no news. Quiet, so that ncclCommAbort does not replace the thread's last error (why the
+    // caller aborts, read with ncclGetLastError afterwards) with "connecting lane ... failed".
+    QuietFailures quiet;
     const auto until = std::chrono::steady_clock::now() + kNoticeBudget;
     for (bool done = false; !done && std::chrono::steady_clock::now() < until;) {
       done = true;
