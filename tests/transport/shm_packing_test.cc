@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: 2026 The mixccl authors
 // How a shm lane of a host with 2 ranks places messages in its slot ring (shm_segment.h): from
-// kShmPackedBytes on, packed page by page behind each other, so a run of equal messages cycles
-// through the whole ring whatever their size; shorter ones in a slot each; never across the
+// kShmPackedBytes to kShmPackedMaxBytes, packed page by page behind each other, so a run of equal
+// messages cycles through the whole ring; others in a slot each; never across the
 // ring's end; no more units in use than the ring has; nothing committed beyond what
 // acquireFor() was asked for; and when a host packs at all.
 
@@ -145,6 +145,21 @@ TEST_F(ShmPacking, ShortMessagesTakeASlotEach) {
   receiveOne(64, 5, 3 * kSlotUnits);
 }
 
+// Payloads above kShmPackedMaxBytes take a slot each again (the ring all-reduce's 128 KiB pieces
+// ran slower packed).
+TEST_F(ShmPacking, LargeMessagesTakeASlotEach) {
+  open(8, 256 * 1024);
+  constexpr int64_t kSlotUnits = 256 * 1024 / kShmUnit;
+  sendOne(kShmPackedMaxBytes, 1, 0);
+  sendOne(kShmPackedMaxBytes + 1, 2, kSlotUnits);
+  sendOne(kShmPackedMaxBytes, 3, 2 * kSlotUnits);
+  sendOne(256 * 1024, 4, 3 * kSlotUnits);
+  receiveOne(kShmPackedMaxBytes, 1, 0);
+  receiveOne(kShmPackedMaxBytes + 1, 2, kSlotUnits);
+  receiveOne(kShmPackedMaxBytes, 3, 2 * kSlotUnits);
+  receiveOne(256 * 1024, 4, 3 * kSlotUnits);
+}
+
 // A message that would run past the ring's end starts at its beginning instead, whole.
 TEST_F(ShmPacking, AMessageNeverRunsPastTheRingEnd) {
   open(4, 2 * kBlock);  // 4 + 2 slots of 2 blocks: a ring of 12 blocks
@@ -182,8 +197,8 @@ TEST_F(ShmPacking, AtMostTheFifoDepthOfMessagesInFlight) {
 TEST_F(ShmPacking, TheFifoDepthOfFullSlotsAlwaysFits) {
   constexpr size_t kSlot = 128 * 1024;
   open(8, kSlot);
-  sendOne(100 * 1024, 1, 0);
-  receiveOne(100 * 1024, 1, 0);
+  sendOne(20 * 1024, 1, 0);
+  receiveOne(20 * 1024, 1, 0);
   std::vector<void*> slots(8);
   for (int i = 0; i < 8; ++i) ASSERT_EQ(send_->acquire(&slots[i]), Result::kSuccess) << "full slot " << i;
   for (int i = 0; i < 8; ++i) {

@@ -16,26 +16,25 @@
 //
 // Message i lives in line i % lines, lines = shmLineCount(depth) >= depth. A payload of at most
 // kShmInlineBytes travels inside its line and takes no slot. The slot ring (depth x stride bytes)
-// is counted in units of a page (kShmUnit): a payload shorter than kShmPackedBytes takes the next
-// whole slot, as all did before version 6; a larger one, on a host whose lanes pack
-// (shmPackLanes), takes the pages right behind the previous message's, elsewhere a whole slot
-// too; either goes to the ring's start rather than run past its end, and its line names its
-// first unit (the placement is the sender's alone: the receiver reads where the line says). Large messages are packed
-// so that a lane cycles through the whole ring whatever their size: the sender's stores then find lines that left the
-// receiver's private cache since it read them, where a slot per message made a run of 64 KiB messages reuse 512 KiB of
-// a 4 MiB ring, still held by the receiver's core, and each store first had to take its line back from that core
-// (16-128 KiB messages took up to 2x as long; docs/ENGINE.md, "Slot ring"). Small ones keep their slot: cycling through
-// the ring costs them a TLB miss and a cache miss on each side per message, which their few lines do not pay back
-// (one-shot 4 KiB all-reduces on 8 ranks, a page to each of 7 peers per call, took 1.5x as long packed). The sender
-// writes the payload, then the line's size, unit, stamp (and the copy of a small payload), and stores line.seq = i + 1
-// last with release; the receiver waits for seq == i + 1 with acquire before it reads any of them. So a small message
-// is one cache line to fetch (data and flag share it, as NCCL's LL protocols do), a receiver polls a line only its
-// sender writes, and small messages (closing tokens, probes, 8-byte payloads) queue `lines` deep where large ones queue
-// `depth` deep: a root that runs ahead of its receivers, or leaves their closing tokens unread
-// (src/core/owed_tokens.h), stalls 8 times less often. The tail sits on its own 128-byte block (two cache lines,
-// against adjacent-line prefetch) so producer and consumer never write the same line; the receiver's release store of
-// tail hands lines and the units of their messages back (the receiver releases in order, so the sender knows which
-// units message tail - 1 and those before it held), and the sender's acquire load of tail makes reuse safe. Ring
+// is counted in units of a page (kShmUnit): a payload of kShmPackedBytes..kShmPackedMaxBytes, on a
+// host whose lanes pack (shmPackLanes), takes the pages right behind the previous message's; any
+// other takes the next whole slot, as all did before version 6; either goes to the ring's start rather than run past
+// its end, and its line names its first unit (the placement is the sender's alone: the receiver reads where the line
+// says). Large messages are packed so that a lane cycles through the whole ring whatever their size: the sender's
+// stores then find lines that left the receiver's private cache since it read them, where a slot per message made a run
+// of 64 KiB messages reuse 512 KiB of a 4 MiB ring, still held by the receiver's core, and each store first had to take
+// its line back from that core (16-128 KiB messages took up to 2x as long; docs/ENGINE.md, "Slot ring"). Small ones
+// keep their slot: cycling through the ring costs them a TLB miss and a cache miss on each side per message, which
+// their few lines do not pay back (one-shot 4 KiB all-reduces on 8 ranks, a page to each of 7 peers per call, took 1.5x
+// as long packed). The sender writes the payload, then the line's size, unit, stamp (and the copy of a small payload),
+// and stores line.seq = i + 1 last with release; the receiver waits for seq == i + 1 with acquire before it reads any
+// of them. So a small message is one cache line to fetch (data and flag share it, as NCCL's LL protocols do), a
+// receiver polls a line only its sender writes, and small messages (closing tokens, probes, 8-byte payloads) queue
+// `lines` deep where large ones queue `depth` deep: a root that runs ahead of its receivers, or leaves their closing
+// tokens unread (src/core/owed_tokens.h), stalls 8 times less often. The tail sits on its own 128-byte block (two cache
+// lines, against adjacent-line prefetch) so producer and consumer never write the same line; the receiver's release
+// store of tail hands lines and the units of their messages back (the receiver releases in order, so the sender knows
+// which units message tail - 1 and those before it held), and the sender's acquire load of tail makes reuse safe. Ring
 // invariants: tail <= sent <= tail + lines, and the units in use (one span from the oldest unreleased message's first
 // unit on) fit in the ring.
 
@@ -115,8 +114,12 @@ inline size_t shmTotalBytes(uint32_t depth, size_t slotBytes) { return shmTotalB
 // Units of the slot ring: what ShmSlotLine::unit counts in. At most 1024 slots of 1 GiB
 // (Communicator::setUpLocal) make 2^28 of them.
 constexpr size_t kShmUnit = kShmPage;
-// Payloads from this size on are packed; shorter ones take a slot each (see the layout above).
+// Payloads of these sizes are packed; others take a slot each (see the layout above). Larger
+// ones, which the ring all-reduce sends as 128 KiB pieces, ran 8-17 % slower packed at 1-16 MiB
+// (2 ranks, 4-6 rounds, noisy): cycling 128 KiB messages through the whole ring costs each side a
+// TLB miss per page, which 8 slots reused do not.
 constexpr size_t kShmPackedBytes = 16 * 1024;
+constexpr size_t kShmPackedMaxBytes = 64 * 1024;
 // Whether a host's lanes pack their messages: when every lane (one per ordered pair of its
 // `localRanks` ranks) can cycle through its whole ring of `ringBytes` within half the last-level
 // cache of `cacheBytes`. Beyond that the cycling evicts what the ranks reuse: 8 ranks with 4 MiB

@@ -109,8 +109,9 @@ class ShmSendConnection final : public SendConnection {
   Result acquire(void** slot) override { return acquireFor(slotBytes_, slot); }
 
   // A message of at most kShmInlineBytes needs a free line only: its payload is written here, in
-  // this side's memory, and copied into the line at commit. One shorter than kShmPackedBytes takes
-  // the next slot, a larger one the pages right behind the previous message's (shm_segment.h).
+  // this side's memory, and copied into the line at commit. One of kShmPackedBytes..
+  // kShmPackedMaxBytes takes the pages right behind the previous message's on a packing lane, any
+  // other the next slot (shm_segment.h).
   Result acquireFor(size_t bytes, void** slot) override {
     if (!ready_) MIXCCL_TRY(setUp());
     const uint64_t next = head_ + acquired_;
@@ -128,7 +129,7 @@ class ShmSendConnection final : public SendConnection {
         return fail(Result::kInternalError, "shm: a %zu-byte message to rank %d does not fit a %zu-byte slot", bytes,
                     peer_.rank, slotBytes_);
       }
-      const bool packed = pack_ && bytes >= kShmPackedBytes;
+      const bool packed = pack_ && bytes >= kShmPackedBytes && bytes <= kShmPackedMaxBytes;
       const uint64_t need = packed ? (bytes + kShmUnit - 1) / kShmUnit : slotUnits_;
       const uint64_t align = packed ? 1 : slotUnits_;
       uint64_t start = 0;
