@@ -300,7 +300,7 @@ class ShmSendConnection final : public SendConnection {
   ShmMapping map_;
   bool ready_ = false;
   // From the header, at setUp():
-  bool pack_ = false;       // whether payloads of kShmPackedBytes and more are packed
+  bool pack_ = false;       // whether payloads of kShmPackedBytes..kShmPackedMaxBytes are packed
   uint64_t ringUnits_ = 0;  // units (kShmUnit) of the slot ring
   uint64_t slotUnits_ = 0;  // of a slot
   // Per line of the ring, for the message that has it now (index message % lines_):
@@ -331,7 +331,7 @@ class ShmRecvConnection final : public RecvConnection {
         depth_(static_cast<uint32_t>(ctx.fifoDepth)),
         lines_(shmLineCount(depth_)),
         slotBytes_(ctx.slotBytes),
-        ringUnits_(shmRingUnits(pack ? depth_ + kShmPackSpareSlots : depth_, slotBytes_)),
+        ringUnits_(shmRingUnits(map_.header()->ringSlots, slotBytes_)),
         peer_(std::move(peer)),
         lane_(lane),
         watch_(peer_.pid),
@@ -513,9 +513,10 @@ class ShmTransport final : public Transport {
       }
       ++shmRanksHere;
     }
-    pack_ = shmPackLanes(lastLevelCacheBytes(), shmRanksHere, shmRingUnits(ctx_.fifoDepth, ctx_.slotBytes) * kShmUnit);
-    MIXCCL_INFO(log::kShm, "shm: %u ranks on this host, last-level cache %zu bytes: messages of %zu bytes and more %s",
-                shmRanksHere, lastLevelCacheBytes(), kShmPackedBytes,
+    const size_t cacheBytes = lastLevelCacheBytes();
+    pack_ = shmPackLanes(cacheBytes, shmRanksHere, shmRingUnits(ctx_.fifoDepth, ctx_.slotBytes) * kShmUnit);
+    MIXCCL_INFO(log::kShm, "shm: %u ranks on this host, last-level cache %zu bytes: messages of %zu-%zu bytes %s",
+                shmRanksHere, cacheBytes, kShmPackedBytes, kShmPackedMaxBytes,
                 pack_ ? "are packed in the slot rings" : "take a slot each (the rings do not fit in the cache)");
     pages_.resize(peers_.size());
     bool otherPidSpaces = false;
