@@ -5,6 +5,8 @@
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <string>
 
 #ifdef MIXCCL_PERF_OPENCL
 #include <mixccl/opencl.h>
@@ -89,16 +91,28 @@ bool selectProcessMemory(const std::vector<MemKind>& pattern, int firstRank, int
 
 namespace {
 
+// Grows a buffer's host image. A size past what this host can give (a huge -e) ends the tool with a
+// message, where std::bad_alloc escaping a rank's thread would abort it (std::terminate, SIGABRT).
+bool growMirror(RankMemory::Buffer& b, size_t bytes, std::string* error) {
+  if (b.mirror.size() >= bytes) return true;
+  try {
+    b.mirror.resize(bytes);
+  } catch (const std::exception&) {  // bad_alloc, or length_error beyond max_size()
+    *error = "cannot allocate " + std::to_string(bytes) +
+             " bytes of host memory for a rank's buffer (sized for -e, the largest row): lower -e, or run fewer "
+             "ranks on this host";
+    return false;
+  }
+  return true;
+}
+
 class HostMemory final : public RankMemory {
  public:
   MemKind kind() const override { return MemKind::kHost; }
   cudaStream_t stream() const override { return nullptr; }
   std::string bus() const override { return "host"; }
   std::string deviceName() const override { return "host memory (mixccl)"; }
-  bool grow(Buffer& b, size_t bytes, std::string*) override {
-    if (b.mirror.size() < bytes) b.mirror.resize(bytes);
-    return true;
-  }
+  bool grow(Buffer& b, size_t bytes, std::string* error) override { return growMirror(b, bytes, error); }
   void release(Buffer& b) override { b.mirror = {}; }
   void* ptr(Buffer& b, size_t offset) override { return b.mirror.data() + offset; }
   bool upload(Buffer&, size_t, size_t, std::string*) override { return true; }
@@ -145,7 +159,7 @@ class OpenclMemory final : public RankMemory {
   std::string deviceName() const override { return name_ + " SVM (mixccl)"; }
 
   bool grow(Buffer& b, size_t bytes, std::string* error) override {
-    if (b.mirror.size() < bytes) b.mirror.resize(bytes);
+    if (!growMirror(b, bytes, error)) return false;
     if (b.device != nullptr && b.deviceBytes >= bytes) return true;
     release(b);
     // ncclMemAlloc gives SVM of the library's context: what the backend calls device memory.

@@ -68,6 +68,10 @@ else:
 refused("-g 2", run("all_reduce", "-g", "2"), "-g must be 1")
 refused("-b 1Q", run("all_reduce", "-b", "1Q"), "is not a size")
 refused("-b 0 -f 2 (never grows)", run("all_reduce", "-b", "0", "-e", "1K", "-f", "2"), "never grows past 0")
+# A size this host cannot allocate (1 PiB: past a process's address space, whatever the overcommit
+# setting) stops the tool with a message and status 1, not with std::bad_alloc aborting it.
+p = run("all_reduce", "-b", "8", "-e", "1048576G", "-f", "2")
+expect("-e past the host's memory", p.returncode == 1 and "cannot allocate" in p.stderr and "lower -e" in p.stderr, p)
 refused("-z 4", run("all_reduce", "-z", "4"), "not in range")
 refused("-o bogus", run("all_reduce", "-o", "bogus"), "unknown operation")
 refused("-d bogus", run("all_reduce", "-d", "bogus"), "unknown data type")
