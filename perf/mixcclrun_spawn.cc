@@ -25,6 +25,33 @@ namespace {
 
 std::string nameOf(const std::string& entry) { return entry.substr(0, entry.find('=')); }
 
+// Where this job runs inside another launcher's task (an `srun --pty bash` shell, a script started
+// by mpirun), that task's place in its own job is in our environment. Programs that read those
+// variables before RANK/WORLD_SIZE (the perf tools do: perf/common/launch.cc) would each take the
+// outer task's rank and size, so np copies of a 1-rank job would run instead of one np-rank job.
+// Our ranks are not tasks of that job: its identity stays out of their environment.
+constexpr const char* kOuterIdentity[] = {"OMPI_COMM_WORLD_RANK",
+                                          "OMPI_COMM_WORLD_SIZE",
+                                          "OMPI_COMM_WORLD_LOCAL_RANK",
+                                          "OMPI_COMM_WORLD_LOCAL_SIZE",
+                                          "OMPI_COMM_WORLD_NODE_RANK",
+                                          "PMI_RANK",
+                                          "PMI_SIZE",
+                                          "PMIX_RANK",
+                                          "MPI_LOCALRANKID",
+                                          "MPI_LOCALNRANKS",
+                                          "SLURM_PROCID",
+                                          "SLURM_NTASKS",
+                                          "SLURM_NPROCS",
+                                          "SLURM_LOCALID",
+                                          "SLURM_NODEID"};
+
+bool isOuterIdentity(const std::string& name) {
+  for (const char* v : kOuterIdentity)
+    if (name == v) return true;
+  return false;
+}
+
 }  // namespace
 
 bool pickFreePorts(Ports* ports, std::string* error) {
@@ -82,7 +109,7 @@ std::vector<std::string> rankEnvironment(const Options& o, int rank, const Ports
   std::map<std::string, std::string> vars;
   for (char** e = environ; *e != nullptr; ++e) {
     std::string entry = *e;
-    vars[nameOf(entry)] = entry;
+    if (!isOuterIdentity(nameOf(entry))) vars[nameOf(entry)] = entry;
   }
   for (const std::string& entry : o.env) {
     std::string name = nameOf(entry);

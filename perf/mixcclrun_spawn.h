@@ -38,8 +38,9 @@ std::string makeJobSecret();
 // Returns false with `error` set on failure.
 bool pickFreePorts(Ports* ports, std::string* error);
 
-// Environment of rank `rank`: ours, then -x entries, then the launcher's variables (so -x cannot
-// change a rank's identity). NCCL_COMM_ID is set only when neither ours nor -x set it, and then
+// Environment of rank `rank`: ours (less an outer launcher's rank and size variables: OMPI_COMM_WORLD_*,
+// PMI_RANK, SLURM_PROCID ...), then -x entries, then the launcher's variables (so -x cannot change a
+// rank's identity). NCCL_COMM_ID is set only when neither ours nor -x set it, and then
 // MIXCCL_COMM_SECRET too (ranks started elsewhere for a user's NCCL_COMM_ID would not know ours).
 std::vector<std::string> rankEnvironment(const Options& o, int rank, const Ports& ports);
 

@@ -78,6 +78,27 @@ env)
   "$run" -np 2 -x NCCL_COMM_ID=10.9.9.9:1234 sh -c 'echo "$NCCL_COMM_ID" > $D/id.$RANK'
   [ "$(cat "$dir/id.0")" = "10.9.9.9:1234" ] || fail "-x NCCL_COMM_ID not kept: $(cat "$dir/id.0")"
   ;;
+outer_launcher)
+  # Started from a task of another launcher (here: what srun, mpirun and Hydra put in a task's
+  # environment), the ranks must not see that task's rank and size: the perf tools read them before
+  # RANK/WORLD_SIZE and would each run as rank 0 of a 1-rank job. Other variables are kept, and -x
+  # may still set one on purpose.
+  outer="OMPI_COMM_WORLD_RANK OMPI_COMM_WORLD_SIZE OMPI_COMM_WORLD_LOCAL_RANK OMPI_COMM_WORLD_LOCAL_SIZE PMI_RANK
+         PMI_SIZE MPI_LOCALRANKID MPI_LOCALNRANKS SLURM_PROCID SLURM_NTASKS SLURM_LOCALID"
+  for v in $outer; do export "$v=0"; done
+  export OMPI_COMM_WORLD_SIZE=1 PMI_SIZE=1 SLURM_NTASKS=1 MPI_LOCALNRANKS=1 OMPI_COMM_WORLD_LOCAL_SIZE=1
+  export SLURM_JOB_ID=4242
+  "$run" -np 2 -x SLURM_NODEID=7 sh -c 'env > $D/env.$RANK' >"$dir/out" 2>"$dir/err"
+  expect_rc $? 0
+  for r in 0 1; do
+    for v in $outer; do
+      ! grep -q "^$v=" "$dir/env.$r" || fail "rank $r got the outer task's $(grep "^$v=" "$dir/env.$r")"
+    done
+    grep -qx "RANK=$r" "$dir/env.$r" || fail "rank $r lacks RANK=$r"
+    grep -qx "SLURM_JOB_ID=4242" "$dir/env.$r" || fail "rank $r lost SLURM_JOB_ID"
+    grep -qx "SLURM_NODEID=7" "$dir/env.$r" || fail "rank $r lost -x SLURM_NODEID=7"
+  done
+  ;;
 rank_env)
   # --rank-env gives some ranks their own variables, after -x, in the order given.
   "$run" -np 4 -x B=all --rank-env 1,3 B=odd --rank-env 0-1 C=low sh -c 'echo "${B-} ${C-}" > $D/re.$RANK' \
