@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <iterator>
 #include <optional>
 
 namespace mixccl::perf {
@@ -37,7 +38,8 @@ struct Scheme {
 };
 
 // Checked in this order: mpirun inside a Slurm allocation sets both OMPI_* (per rank) and SLURM_*
-// (of the allocation), and torchrun's variables are the most generic names, so they come last.
+// (of the allocation), and torchrun's variables are the most generic names, so they come last
+// (unless TORCHELASTIC_RUN_ID says torchrun started this process: detectLaunch).
 constexpr Scheme kSchemes[] = {
     {"openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
      "OMPI_COMM_WORLD_LOCAL_SIZE", nullptr},
@@ -67,29 +69,41 @@ std::string jobKey(const Launch& l) {
   return "ppid=" + std::to_string(getppid());
 }
 
+// Reads one launcher's variables: nothing when they are absent, false (with `error`) when they
+// contradict each other, true when `out` was filled.
+std::optional<bool> readScheme(const Scheme& s, Launch* out, std::string* error) {
+  auto rank = envInt(s.rank);
+  auto size = envInt(s.size);
+  if (!rank || !size) return std::nullopt;
+  if (*size < 1 || *rank < 0 || *rank >= *size) {
+    *error =
+        std::string(s.rank) + "=" + std::to_string(*rank) + " does not fit " + s.size + "=" + std::to_string(*size);
+    return false;
+  }
+  out->launcher = s.launcher;
+  out->procRank = *rank;
+  out->nprocs = *size;
+  out->localRank = envInt(s.localRank).value_or(0);
+  if (s.localSize) {
+    if (auto ls = envInt(s.localSize)) out->singleHost = *ls >= *size;
+  }
+  if (s.nodes) {
+    if (auto n = envInt(s.nodes)) out->singleHost = *n <= 1;
+  }
+  return true;
+}
+
 }  // namespace
 
 bool detectLaunch(Launch* out, std::string* error) {
+  // torchrun's agent marks its workers with TORCHELASTIC_RUN_ID, and is then the innermost launcher:
+  // under `srun torchrun ...` (one agent per host) srun's SLURM_PROCID/SLURM_NTASKS name the agent's
+  // place, not this worker's, so RANK/WORLD_SIZE come first.
+  if (env("TORCHELASTIC_RUN_ID")) {
+    if (auto found = readScheme(kSchemes[std::size(kSchemes) - 1], out, error)) return *found;
+  }
   for (const Scheme& s : kSchemes) {
-    auto rank = envInt(s.rank);
-    auto size = envInt(s.size);
-    if (!rank || !size) continue;
-    if (*size < 1 || *rank < 0 || *rank >= *size) {
-      *error =
-          std::string(s.rank) + "=" + std::to_string(*rank) + " does not fit " + s.size + "=" + std::to_string(*size);
-      return false;
-    }
-    out->launcher = s.launcher;
-    out->procRank = *rank;
-    out->nprocs = *size;
-    out->localRank = envInt(s.localRank).value_or(0);
-    if (s.localSize) {
-      if (auto ls = envInt(s.localSize)) out->singleHost = *ls >= *size;
-    }
-    if (s.nodes) {
-      if (auto n = envInt(s.nodes)) out->singleHost = *n <= 1;
-    }
-    return true;
+    if (auto found = readScheme(s, out, error)) return *found;
   }
   return true;  // no launcher: one process
 }

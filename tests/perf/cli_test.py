@@ -86,6 +86,15 @@ refused("several hosts, no rendezvous",
         run("all_reduce", env={"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "2",
                                "OMPI_COMM_WORLD_LOCAL_RANK": "0", "OMPI_COMM_WORLD_LOCAL_SIZE": "1"}),
         "NCCL_COMM_ID")
+# A torchrun worker started under srun (`srun torchrun ...`): srun's SLURM_PROCID/SLURM_NTASKS name
+# the agent's place, TORCHELASTIC_RUN_ID marks RANK/WORLD_SIZE as the innermost launcher's. This
+# worker is one of 2 processes (on 2 hosts here), not a 1-rank job.
+refused("torchrun worker inside srun",
+        run("all_reduce", "-b", "8", "-e", "8",
+            env={"SLURM_PROCID": "0", "SLURM_NTASKS": "1", "SLURM_LOCALID": "0", "SLURM_STEP_NUM_NODES": "1",
+                 "RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1",
+                 "TORCHELASTIC_RUN_ID": "job"}),
+        "2 processes (torchrun) span several hosts")
 p = run("all_reduce", "--help")
 expect("--help", p.returncode == 0 and "--minbytes" in p.stdout and "--op" in p.stdout, p)
 p = run("all_reduce", "--version")
