@@ -72,6 +72,14 @@ refused("-b 0 -f 2 (never grows)", run("all_reduce", "-b", "0", "-e", "1K", "-f"
 # setting) stops the tool with a message and status 1, not with std::bad_alloc aborting it.
 p = run("all_reduce", "-b", "8", "-e", "1048576G", "-f", "2")
 expect("-e past the host's memory", p.returncode == 1 and "cannot allocate" in p.stderr and "lower -e" in p.stderr, p)
+# nccl-tests' flags for what host memory lacks: their defaults run (scripts spell them out), other
+# values are refused with a message naming the flag, not CLI11's "arguments were not expected".
+for flag, default, other in (("-y", "0", "1"), ("-C", "0", "1"), ("-S", "0", "1"), ("-D", "0", "1"),
+                             ("-x", "-1", "1"), ("-V", "16", None)):
+    p = run("all_reduce", "-b", "64", "-e", "64", flag, default)
+    expect(f"{flag} {default} accepted", p.returncode == 0 and nccltests_output.parse(p.stdout)["oob"] == (0, True), p)
+    if other:
+        refused(f"{flag} {other}", run("all_reduce", "-b", "64", "-e", "64", flag, other), f"{flag} {other}: ")
 refused("-z 4", run("all_reduce", "-z", "4"), "not in range")
 refused("-o bogus", run("all_reduce", "-o", "bogus"), "unknown operation")
 refused("-d bogus", run("all_reduce", "-d", "bogus"), "unknown data type")
