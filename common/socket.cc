@@ -135,6 +135,15 @@ void SocketAddress::setPort(uint16_t port) {
   if (family() == AF_INET6) reinterpret_cast<sockaddr_in6*>(&storage)->sin6_port = htons(port);
 }
 
+uint32_t SocketAddress::scopeId() const {
+  if (family() == AF_INET6) return reinterpret_cast<const sockaddr_in6*>(&storage)->sin6_scope_id;
+  return 0;
+}
+
+void SocketAddress::setScopeId(uint32_t scope) {
+  if (family() == AF_INET6) reinterpret_cast<sockaddr_in6*>(&storage)->sin6_scope_id = scope;
+}
+
 std::string SocketAddress::toString() const {
   char host[INET6_ADDRSTRLEN] = {};
   char text[INET6_ADDRSTRLEN + 16];

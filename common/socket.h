@@ -33,6 +33,10 @@ struct SocketAddress {
   int family() const { return storage.ss_family; }
   uint16_t port() const;
   void setPort(uint16_t port);
+  // IPv6 scope id (the interface index a link-local address is reached through); 0 otherwise.
+  // The 20-byte wire encoding below does not carry it.
+  uint32_t scopeId() const;
+  void setScopeId(uint32_t scope);
   std::string toString() const;  // "1.2.3.4:5678" or "[::1]:5678"
 
   // Fixed 20-byte wire encoding (PROTOCOL.md): u16 family (4 or 6), u16 port, 16 address bytes,

@@ -497,7 +497,10 @@ void UniqueIdData::encode(uint8_t out[kBytes]) const {
   root.encode(a);
   w.bytes(a, sizeof(a), sizeof(a));
   w.u32(flags);
-  // bytes 56..127 stay zero (reserved)
+  // The scope of a link-local root (NCCL_COMM_ID=[fe80::1%eth0]:port), which the 20-byte address
+  // leaves out: without it rank 0 cannot bind there and no rank can connect (EINVAL).
+  w.u32(root.scopeId());
+  // bytes 60..127 stay zero (reserved)
 }
 
 Result UniqueIdData::decode(const uint8_t in[kBytes], UniqueIdData* out) {
@@ -523,6 +526,7 @@ Result UniqueIdData::decode(const uint8_t in[kBytes], UniqueIdData* out) {
   MIXCCL_TRY(SocketAddress::decode(r.here(), &d.root));
   r.skip(SocketAddress::kWireBytes);
   d.flags = r.u32();
+  d.root.setScopeId(r.u32());  // 0 (global scope) in ids of builds that did not write it
   *out = d;
   return Result::kSuccess;
 }

@@ -10,6 +10,8 @@
 // ignored bytes excepted) and decodes again to the same value; a check that accepts a record
 // only accepts what the protocol allows.
 
+#include <sys/socket.h>
+
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -110,12 +112,18 @@ void uniqueId(std::vector<uint8_t> in, bool identity) {
   d.encode(out);
   FUZZ_CHECK(memcmp(out, in.data(), 32) == 0);           // magic, version, commHash, secret
   FUZZ_CHECK(memcmp(out + 52, in.data() + 52, 4) == 0);  // flags
-  for (size_t i = 56; i < UniqueIdData::kBytes; ++i) FUZZ_CHECK(out[i] == 0);
+  // The root's IPv6 scope id survives; an IPv4 root has none.
+  if (d.root.family() == AF_INET6) {
+    FUZZ_CHECK(memcmp(out + 56, in.data() + 56, 4) == 0);
+  } else {
+    for (size_t i = 56; i < 60; ++i) FUZZ_CHECK(out[i] == 0);
+  }
+  for (size_t i = 60; i < UniqueIdData::kBytes; ++i) FUZZ_CHECK(out[i] == 0);
   address(in.data() + 32);
   UniqueIdData e;
   FUZZ_CHECK(UniqueIdData::decode(out, &e) == Result::kSuccess);
   FUZZ_CHECK(e.commHash == d.commHash && memcmp(e.secret, d.secret, 16) == 0 && e.flags == d.flags);
-  FUZZ_CHECK(sameAddress(e.root, d.root));
+  FUZZ_CHECK(sameAddress(e.root, d.root) && e.root.scopeId() == d.root.scopeId());
 }
 
 void peerInfo(const std::vector<uint8_t>& in) {

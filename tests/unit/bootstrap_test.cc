@@ -5,7 +5,10 @@
 // barrier, and the root's and ranks' defences against foreign, garbage and missing clients.
 #include "src/core/bootstrap.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -381,6 +384,57 @@ TEST(Bootstrap, CommIdRootStartedByRankZero) {
     all[rank] = rank + 100;
     ASSERT_EQ(b->allGather(all.data(), sizeof(int)), Result::kSuccess) << lastError();
     for (int r = 0; r < n; ++r) EXPECT_EQ(all[r], r + 100);
+  });
+}
+
+// "fe80::...%ifname" of an interface that is up, running and has a link-local IPv6 address, or "".
+std::string linkLocalAddress() {
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return "";
+  std::string found;
+  for (const ifaddrs* ifa = list; ifa != nullptr && found.empty(); ifa = ifa->ifa_next) {
+    if (ifa->ifa_addr == nullptr || ifa->ifa_addr->sa_family != AF_INET6) continue;
+    if ((ifa->ifa_flags & IFF_UP) == 0 || (ifa->ifa_flags & IFF_RUNNING) == 0) continue;
+    const auto* a6 = reinterpret_cast<const sockaddr_in6*>(ifa->ifa_addr);
+    if (!IN6_IS_ADDR_LINKLOCAL(&a6->sin6_addr)) continue;
+    char text[INET6_ADDRSTRLEN] = {};
+    inet_ntop(AF_INET6, &a6->sin6_addr, text, sizeof(text));
+    found = std::string(text) + "%" + ifa->ifa_name;
+  }
+  freeifaddrs(list);
+  return found;
+}
+
+// NCCL accepts NCCL_COMM_ID=[fe80::1%eth0]:port. The 20-byte wire address has no room for the
+// scope, so the id (passed to ncclCommInitRank as bytes) lost it: rank 0 could not bind the root
+// and every rank failed to connect with EINVAL.
+TEST(Bootstrap, LinkLocalCommIdKeepsItsScopeThroughTheIdBytes) {
+  const std::string host = linkLocalAddress();
+  if (host.empty()) GTEST_SKIP() << "no interface with a link-local IPv6 address is up";
+  SocketAddress probe;
+  ASSERT_EQ(parseHostPort("[" + host + "]:0", &probe), Result::kSuccess) << lastError();
+  ASSERT_NE(probe.scopeId(), 0u);
+  {
+    Socket s;
+    ASSERT_EQ(Socket::listen(&probe, &s), Result::kSuccess) << lastError();
+  }
+  const std::string commId = "[" + host + "]:" + std::to_string(probe.port());
+  EnvGuard g("NCCL_COMM_ID", commId.c_str());
+  UniqueIdData made;
+  ASSERT_EQ(createUniqueId(&made), Result::kSuccess) << lastError();
+  uint8_t wire[UniqueIdData::kBytes];
+  made.encode(wire);
+  UniqueIdData id;
+  ASSERT_EQ(UniqueIdData::decode(wire, &id), Result::kSuccess);
+  EXPECT_EQ(id.root.scopeId(), probe.scopeId());
+  const int n = 2;
+  runRanks(n, [&](int rank) {
+    std::unique_ptr<Bootstrap> b;
+    ASSERT_EQ(Bootstrap::init(id, rank, n, nullptr, &b), Result::kSuccess) << commId << ": " << lastError();
+    std::vector<int> all(n);
+    all[rank] = rank + 7;
+    ASSERT_EQ(b->allGather(all.data(), sizeof(int)), Result::kSuccess) << lastError();
+    for (int r = 0; r < n; ++r) EXPECT_EQ(all[r], r + 7);
   });
 }
 
