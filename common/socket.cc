@@ -289,7 +289,9 @@ Result findListenAddress(SocketAddress* out, std::string* ifname) {
   const bool haveRoot = !commId.empty() && parseHostPort(commId, &root) == Result::kSuccess;
   const int best = chooseInterface(ifs, spec, wantFamily, haveRoot ? &root : nullptr);
   if (best < 0) {
-    return fail(Result::kSystemError,
+    // Invalid usage, as NCCL's ncclGetUniqueId and ncclCommInitRank return when no interface
+    // qualifies ("Bootstrap : no socket interface found"): the configuration needs fixing.
+    return fail(Result::kInvalidUsage,
                 "no usable network interface matches NCCL_SOCKET_IFNAME='%s' NCCL_SOCKET_FAMILY='%s'; list "
                 "interfaces with 'ip addr' and set NCCL_SOCKET_IFNAME to one that is up, has a link (no "
                 "NO-CARRIER) and has an address",

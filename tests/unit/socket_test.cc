@@ -133,15 +133,23 @@ TEST(FindListenAddress, HonoursIfnameAndFamily) {
     EXPECT_EQ(ifname, "lo");
   }
   {
+    // NCCL answers an interface list that matches nothing with ncclInvalidUsage.
     EnvGuard g("NCCL_SOCKET_IFNAME", "=no-such-interface0");
     SocketAddress a;
-    EXPECT_NE(findListenAddress(&a, nullptr), Result::kSuccess);
+    EXPECT_EQ(findListenAddress(&a, nullptr), Result::kInvalidUsage);
+    EXPECT_NE(lastError().find("NCCL_SOCKET_IFNAME='=no-such-interface0'"), std::string::npos) << lastError();
   }
   {
     // Excluding everything a host could have leaves nothing.
     EnvGuard g("NCCL_SOCKET_IFNAME", "^a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q,r,s,t,u,v,w,x,y,z");
     SocketAddress a;
-    EXPECT_NE(findListenAddress(&a, nullptr), Result::kSuccess);
+    EXPECT_EQ(findListenAddress(&a, nullptr), Result::kInvalidUsage);
+  }
+  {
+    // Several entries, none of them present.
+    EnvGuard g("NCCL_SOCKET_IFNAME", "nosuch0,nosuch1");
+    SocketAddress a;
+    EXPECT_EQ(findListenAddress(&a, nullptr), Result::kInvalidUsage);
   }
   {
     EnvGuard g("NCCL_SOCKET_FAMILY", "AF_INET");
