@@ -283,10 +283,17 @@ Result findListenAddress(SocketAddress* out, std::string* ifname) {
   }
   freeifaddrs(list);
   // The bootstrap root's address, when NCCL_COMM_ID names it, hints at the network to use. One
-  // that does not parse hints nothing: the bootstrap reports it when it connects.
+  // that does not parse hints nothing: the bootstrap reports it when it connects. Quietly: this
+  // call succeeds all the same (ncclCommInitAll and splits ignore NCCL_COMM_ID, and a rank given
+  // the id's bytes never parses the variable), so a WARN and a last error saying "cannot resolve
+  // host" would blame a failure that did not happen.
   SocketAddress root;
   const std::string& commId = config::getString(config::Knob::kCommId);
-  const bool haveRoot = !commId.empty() && parseHostPort(commId, &root) == Result::kSuccess;
+  bool haveRoot = false;
+  if (!commId.empty()) {
+    QuietFailures quiet;
+    haveRoot = parseHostPort(commId, &root) == Result::kSuccess;
+  }
   const int best = chooseInterface(ifs, spec, wantFamily, haveRoot ? &root : nullptr);
   if (best < 0) {
     // Invalid usage, as NCCL's ncclGetUniqueId and ncclCommInitRank return when no interface

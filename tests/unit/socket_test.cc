@@ -164,6 +164,16 @@ TEST(FindListenAddress, HonoursIfnameAndFamily) {
   }
 }
 
+// NCCL_COMM_ID only hints at the interface here; one that does not resolve must not leave a
+// warning or a last error behind a choice that succeeded (ncclCommInitAll ignores the variable).
+TEST(FindListenAddress, UnresolvableCommIdHintLeavesNoError) {
+  EnvGuard g("NCCL_COMM_ID", "no-such-host.invalid:29500");
+  clearLastError();
+  SocketAddress a;
+  ASSERT_EQ(findListenAddress(&a, nullptr), Result::kSuccess);
+  EXPECT_EQ(lastError(), "");
+}
+
 InterfaceAddress iface(const char* name, unsigned flags, const char* hostPort) {
   InterfaceAddress i;
   i.name = name;
