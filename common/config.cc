@@ -35,7 +35,8 @@ struct KnobDecl {
 // larger value would put the deadline in the past and fail every wait at once.
 constexpr int64_t kMaxTimeoutSeconds = 1000000000;
 
-// The table: every knob, declared once. docs/TUNING.md lists the same knobs for users.
+// The table: every knob, declared once. docs/TUNING.md ("Every knob") lists the same knobs with the
+// same defaults for users, and README.md's configuration table names each (tests/unit/config_test.cc).
 constexpr KnobDecl kTable[] = {
     {Knob::kDebug, "NCCL_DEBUG", Type::kString, "",
      "log level: VERSION, WARN, INFO or TRACE (NCCL's ABORT reads as INFO)"},
@@ -205,6 +206,7 @@ int64_t getInt(Knob k) { return cache().ints[static_cast<size_t>(k)]; }
 bool getBool(Knob k) { return cache().ints[static_cast<size_t>(k)] != 0; }
 const std::string& getString(Knob k) { return cache().strings[static_cast<size_t>(k)]; }
 const char* name(Knob k) { return kTable[static_cast<size_t>(k)].env; }
+const char* defaultValue(Knob k) { return kTable[static_cast<size_t>(k)].defaultValue; }
 
 std::string getStringFresh(Knob k) {
   const KnobDecl& d = kTable[static_cast<size_t>(k)];

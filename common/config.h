@@ -56,6 +56,10 @@ const std::string& getString(Knob k);
 // Environment variable name of a knob, for messages.
 const char* name(Knob k);
 
+// The value a knob has when its variable is unset, as the table declares it (a test checks that
+// the documents users read state the same).
+const char* defaultValue(Knob k);
+
 // A string knob's value as the environment says it now, bypassing (and not changing) the cache:
 // the default when unset or empty. For ncclResetDebugInit, whose contract is to re-read the
 // logging variables after a program changed them; every other reader keeps the cached value.

@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <fstream>
+#include <sstream>
+#include <string>
 
 #include "common/socket.h"
 #include "tests/support/env_guard.h"
@@ -80,6 +83,42 @@ TEST(Config, IbTimeoutStaysAFiniteExponent) {
   for (const auto& [text, want] : {std::pair{"0", 1}, std::pair{"-3", 1}, std::pair{"40", 31}, std::pair{"14", 14}}) {
     EnvGuard g("NCCL_IB_TIMEOUT", text);
     EXPECT_EQ(config::getInt(Knob::kIbTimeout), want) << text;
+  }
+}
+
+// Users find the knobs in README.md's configuration table and in docs/TUNING.md's "Every knob"
+// table: a knob missing there is one nobody sets, and a stale default misleads. Both documents
+// are read from the source tree this test was built from.
+std::string readDoc(const char* relative) {
+  std::ifstream in(std::string(MIXCCL_SOURCE_DIR) + "/" + relative);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST(Config, EveryKnobIsDocumentedWithItsDefault) {
+  const std::string readme = readDoc("README.md");
+  const std::string tuning = readDoc("docs/TUNING.md");
+  ASSERT_FALSE(readme.empty()) << "cannot read " << MIXCCL_SOURCE_DIR << "/README.md";
+  const size_t everyKnob = tuning.find("## Every knob");
+  ASSERT_NE(everyKnob, std::string::npos) << "docs/TUNING.md has no \"Every knob\" section";
+  const std::string table = tuning.substr(everyKnob, tuning.find("\n## ", everyKnob + 1) - everyKnob);
+  for (int i = 0; i < static_cast<int>(Knob::kCount_); ++i) {
+    const Knob k = static_cast<Knob>(i);
+    const std::string row = std::string("\n| `") + config::name(k) + "` |";
+    EXPECT_NE(readme.find(row), std::string::npos) << config::name(k) << " is missing from README.md's configuration";
+    const size_t at = table.find(row);
+    if (at == std::string::npos) {
+      ADD_FAILURE() << config::name(k) << " is missing from docs/TUNING.md's \"Every knob\" table";
+      continue;
+    }
+    // | `NAME` | type | `default` | meaning |
+    const std::string line = table.substr(at + 1, table.find('\n', at + 1) - at - 1);
+    const size_t typeEnd = line.find(" | ", row.size() - 1);
+    const std::string want = std::string("| `") + config::defaultValue(k) + "` |";
+    EXPECT_EQ(line.compare(typeEnd + 1, want.size(), want), 0)
+        << config::name(k) << ": docs/TUNING.md says " << line << "; the default is '" << config::defaultValue(k)
+        << "'";
   }
 }
 
