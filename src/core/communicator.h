@@ -335,7 +335,8 @@ class Communicator {
 // 5: the algorithm in the operation stamp; 6: canonical NaN results, the arithmetic check hashes NaN bits;
 // 7: sparse closing tokens; 8: ring rounds of up to four pieces per segment at FIFO depth >= 4;
 // 9: a send/recv's count in 30 bits of the operation stamp (op_stamp.h); 10: shm messages packed by
-// pages in the slot ring (shm_segment.h); 11: unrooted collectives' counts in 30 bits of the stamp too
-constexpr uint32_t kProtocolVersion = 11;
+// pages in the slot ring (shm_segment.h); 11: unrooted collectives' counts in 30 bits of the stamp too;
+// 12: shm payloads of 41-512 bytes in a block per message line, not a slot (shm_segment.h)
+constexpr uint32_t kProtocolVersion = 12;
 
 }  // namespace mixccl

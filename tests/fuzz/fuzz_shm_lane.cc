@@ -9,18 +9,20 @@
 // runs a program of byte-coded operations against them (L = shmLineCount(depth) lines):
 //   0 i qq*8          rogue sender: store line[i % L].seq = qq
 //   1 i b*4 k*4 s*8   rogue sender: line[i % L] = {bytes b, page k, stamp s}
-//   2 i v             rogue sender: fill ring unit i % U and the inline bytes of line i % L with v
+//   2 i v             rogue sender: fill ring unit i % U, the inline bytes and the small block of
+//                     line i % L with v
 //   3                 receiver: peek      4  receiver: release
 //   5 tt*8            rogue receiver: store tail = tt
 //   6 n v             sender: acquire, fill the slot with v, commit n % (slot+1) bytes (stamp n)
 //   7 f vv*4          rogue receiver: overwrite header field f % 3 (version, slotCount, slotBytes)
-//   8 n v             sender: acquireFor(n % (inline+1)), fill n bytes with v, commit them (stamp n)
+//   8 n v             sender: acquireFor(n % 513), fill n bytes with v, commit them (stamp n): inline
+//                     up to 40 bytes, in the line's small block above
 //
 // Invariants, against a model of both ends: the receiver hands out message i only when the
 // rogue line i % L says seq == i + 1, never one longer than the slot and never from a unit of the
 // slot ring the lane does not have (U units; either is kRemoteError, never a read past the
-// segment), with the line's stamp and a pointer to the line's inline bytes (small messages) or to
-// the unit the line names;
+// segment), with the line's stamp and a pointer to the line's inline bytes (up to 40 bytes), to its
+// small block (the line names kShmSmallUnit) or to the unit the line names;
 // release publishes the tail and needs a message seen first; the sender refuses a segment whose
 // header disagrees, never takes a line or a unit the tail does not free, and publishes the line
 // (inline copy, size, unit, stamp, seq).
@@ -43,7 +45,7 @@ using namespace mixccl;
 
 namespace {
 
-constexpr size_t kSlot = 100;
+constexpr size_t kSlot = 1000;
 constexpr uint32_t kDepth = 3;
 // Every message that takes room takes one unit of the slot ring here (a slot is at most a unit),
 // so the model below counts units as messages; the packing of larger messages and the ring's
@@ -51,6 +53,7 @@ constexpr uint32_t kDepth = 3;
 // creates a ring of kDepth slots (no packing); the real receiver chooses its own
 // (ShmHeader::ringSlots: 2 ranks of a host pack, with spare slots).
 static_assert(kSlot <= kShmUnit, "one unit per message");
+static_assert(kSlot > kShmSmallBytes, "acquire() takes a unit of the ring, a message of up to 512 bytes a block");
 const uint64_t kRingUnits = shmRingUnits(kDepth, kSlot);
 const uint32_t kLines = shmLineCount(kDepth);
 constexpr uint32_t kNoSlot = UINT32_MAX;
@@ -159,8 +162,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(line.bytes == n && line.stamp == n && line.unit == slot);
     if (n <= kShmInlineBytes) {  // a small message travels in the line
       for (size_t i = 0; i < n; ++i) FUZZ_CHECK(line.inlineData[i] == v);
+    } else if (slot == kShmSmallUnit) {  // a few cache lines: in the line's small block
+      const uint8_t* block = rr.smallBlock(kDepth, sHead % kLines);
+      for (size_t i = 0; i < n; ++i) FUZZ_CHECK(block[i] == v);
     }
-    if (slot != kNoSlot) ++sSlotHead;
+    if (slot != kNoSlot && slot != kShmSmallUnit) ++sSlotHead;
     sSlotsAfter[sHead % kLines] = sSlotHead;
     ++sHead;
     FUZZ_CHECK(line.seq.load(std::memory_order_acquire) == sHead);
@@ -188,6 +194,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (!need(2)) return 0;
         memset(rs.ringUnit(kDepth, data[at] % recvUnits), data[at + 1], kSlot);
         memset(rs.lines()[data[at] % kLines].inlineData, data[at + 1], kShmInlineBytes);
+        memset(rs.smallBlock(kDepth, data[at] % kLines), data[at + 1], kShmSmallBytes);
         at += 2;
         break;
       case 3: {
@@ -201,12 +208,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           break;
         }
         rArrived = rTail + 1;
-        if (line.bytes > kSlot || (line.bytes > kShmInlineBytes && line.unit >= recvUnits)) {
+        const bool small = line.bytes > kShmInlineBytes && line.unit == kShmSmallUnit;
+        if (line.bytes > kSlot || (small && line.bytes > kShmSmallBytes) ||
+            (line.bytes > kShmInlineBytes && !small && line.unit >= recvUnits)) {
           FUZZ_CHECK(r == Result::kRemoteError);
           break;
         }
         FUZZ_CHECK(r == Result::kSuccess && bytes == line.bytes && stamp == line.stamp);
-        uint8_t* where = bytes <= kShmInlineBytes ? line.inlineData : rs.ringUnit(kDepth, line.unit);
+        uint8_t* where = bytes <= kShmInlineBytes ? line.inlineData
+                         : small                  ? rs.smallBlock(kDepth, rTail % kLines)
+                                                  : rs.ringUnit(kDepth, line.unit);
         FUZZ_CHECK(memcmp(msg, where, bytes) == 0);
         // Same memory, so a write through one view shows in the other: the pointer is that place.
         const uint8_t old = *static_cast<const volatile uint8_t*>(msg);
@@ -248,14 +259,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
       case 8: {
         if (!need(2)) return 0;
-        const size_t n = data[at] % (kShmInlineBytes + 1);
+        const size_t n = data[at] % (kShmSmallBytes + 1);
         const uint8_t v = data[at + 1];
         at += 2;
         void* slot = nullptr;
         if (!acquired(send->acquireFor(n, &slot), /*needsSlot=*/false)) break;
         memset(slot, v, n);
         FUZZ_CHECK(send->commit(n, n) == Result::kSuccess);
-        published(n, v, kNoSlot);
+        published(n, v, n <= kShmInlineBytes ? kNoSlot : kShmSmallUnit);
         break;
       }
       case 7: {

@@ -4,7 +4,8 @@
 // kShmPackedBytes to kShmPackedMaxBytes, packed page by page behind each other, so a run of equal
 // messages cycles through the whole ring; others in a slot each; never across the
 // ring's end; no more units in use than the ring has; nothing committed beyond what
-// acquireFor() was asked for; and when a host packs at all.
+// acquireFor() was asked for; and when a host packs at all. Payloads of up to kShmSmallBytes take
+// no room in the ring: they go into their line's small block and queue as deep as the lines.
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -29,9 +30,10 @@ using std::chrono::steady_clock;
 // Two shm transports (ranks 0 and 1 of a job private to this test) and one lane 0 -> 1.
 class ShmPacking : public testing::Test {
  protected:
-  void open(uint32_t depth, size_t slotBytes) {
+  // `packing`: the test needs a packing lane (skipped where this host's cache makes none).
+  void open(uint32_t depth, size_t slotBytes, bool packing = true) {
     const size_t ring = shmRingUnits(depth + kShmPackSpareSlots, slotBytes) * kShmUnit;
-    if (!shmPackLanes(lastLevelCacheBytes(), 2, ring)) {
+    if (packing && !shmPackLanes(lastLevelCacheBytes(), 2, ring)) {
       GTEST_SKIP() << "a last-level cache of " << lastLevelCacheBytes() << " bytes does not let 2 ranks pack rings of "
                    << ring << " bytes (shmPackLanes)";
     }
@@ -127,22 +129,64 @@ TEST_F(ShmPacking, EqualMessagesCycleThroughTheWholeRing) {
   }
 }
 
-// A message shorter than kShmPackedBytes takes a slot of its own (32 units here), as before
-// packing; a packed one goes right behind the previous message; the next short one again at the
-// next slot.
+// A message shorter than kShmPackedBytes (and larger than a small block) takes a slot of its own
+// (32 units here), as before packing; a packed one goes right behind the previous message; the
+// next short one again at the next slot.
 TEST_F(ShmPacking, ShortMessagesTakeASlotEach) {
   open(8, 128 * 1024);
   constexpr int64_t kSlotUnits = 128 * 1024 / kShmUnit;
-  sendOne(kShmInlineBytes + 1, 1, 0);
+  sendOne(kShmSmallBytes + 1, 1, 0);
   sendOne(kBlock - 1, 2, kSlotUnits);
   sendOne(2 * kBlock, 3, 2 * kSlotUnits);
   sendOne(kBlock + 1, 4, 2 * kSlotUnits + 2 * kBlockUnits);
-  sendOne(64, 5, 3 * kSlotUnits);
-  receiveOne(kShmInlineBytes + 1, 1, 0);
+  sendOne(kShmSmallBytes + 64, 5, 3 * kSlotUnits);
+  receiveOne(kShmSmallBytes + 1, 1, 0);
   receiveOne(kBlock - 1, 2, kSlotUnits);
   receiveOne(2 * kBlock, 3, 2 * kSlotUnits);
   receiveOne(kBlock + 1, 4, 2 * kSlotUnits + 2 * kBlockUnits);
-  receiveOne(64, 5, 3 * kSlotUnits);
+  receiveOne(kShmSmallBytes + 64, 5, 3 * kSlotUnits);
+}
+
+// Payloads of kShmInlineBytes + 1 .. kShmSmallBytes take no slot: a lane of 4 slots holds as many
+// of them as it has lines, each in its line's small block, and slot messages after them still
+// start at the ring's first unit. The lines are what runs out.
+TEST_F(ShmPacking, SmallMessagesQueueAsDeepAsTheLines) {
+  open(4, 2 * kBlock, /*packing=*/false);
+  const uint32_t lines = shmLineCount(4);
+  ASSERT_GT(lines, 4u);
+  std::vector<size_t> sizes;
+  std::vector<const void*> where;
+  for (uint32_t i = 0; i < lines; ++i) {
+    const size_t bytes = kShmInlineBytes + 1 + i * 97 % (kShmSmallBytes - kShmInlineBytes);
+    void* slot = nullptr;
+    ASSERT_EQ(send_->acquireFor(bytes, &slot), Result::kSuccess) << "small message " << i << " of " << lines;
+    memset(slot, static_cast<int>(i + 1), bytes);
+    ASSERT_EQ(send_->commit(bytes, i + 1), Result::kSuccess) << lastError();
+    sizes.push_back(bytes);
+    where.push_back(slot);
+  }
+  void* slot = nullptr;
+  EXPECT_EQ(send_->acquireFor(kShmInlineBytes + 1, &slot), Result::kInProgress) << "every line is in use";
+  for (uint32_t i = 1; i < lines; ++i) EXPECT_NE(where[i], where[i - 1]) << "a block per line";
+  for (uint32_t i = 0; i < lines; ++i) receiveOne(sizes[i], static_cast<uint8_t>(i + 1), -1);
+  sendOne(kShmSmallBytes + 1, 100, 0);
+  sendOne(kShmSmallBytes, 101, -1);
+  sendOne(kShmSmallBytes + 1, 102, 2 * kBlockUnits);  // the next slot
+  receiveOne(kShmSmallBytes + 1, 100, 0);
+  receiveOne(kShmSmallBytes, 101, -1);
+  receiveOne(kShmSmallBytes + 1, 102, 2 * kBlockUnits);
+}
+
+// A message in a small block committed larger than the block is refused; one committed within
+// the inline size travels in its line.
+TEST_F(ShmPacking, ASmallBlockHoldsAtMostItsSize) {
+  open(4, 2 * kBlock, /*packing=*/false);
+  void* slot = nullptr;
+  ASSERT_EQ(send_->acquireFor(kShmSmallBytes, &slot), Result::kSuccess);
+  EXPECT_EQ(send_->commit(kShmSmallBytes + 1, 1), Result::kInternalError);
+  memset(slot, 7, 8);
+  ASSERT_EQ(send_->commit(8, 7), Result::kSuccess) << lastError();
+  receiveOne(8, 7, -1);
 }
 
 // Payloads above kShmPackedMaxBytes take a slot each again (the ring all-reduce's 128 KiB pieces
@@ -176,18 +220,20 @@ TEST_F(ShmPacking, AMessageNeverRunsPastTheRingEnd) {
 }
 
 // At most the FIFO depth of messages that take room are in flight, as when each took a slot;
-// one that travels in its line still goes.
+// one that travels in its line or its line's small block still goes.
 TEST_F(ShmPacking, AtMostTheFifoDepthOfMessagesInFlight) {
   open(4, 2 * kBlock);
   for (int i = 0; i < 4; ++i) sendOne(kBlock, static_cast<uint8_t>(i + 1), i * kBlockUnits);
   void* slot = nullptr;
   EXPECT_EQ(send_->acquireFor(kBlock, &slot), Result::kInProgress) << "a fifth of four";
-  EXPECT_EQ(send_->acquireFor(100, &slot), Result::kInProgress) << "a short one takes room too";
-  sendOne(8, 5, -1);  // in its line
+  EXPECT_EQ(send_->acquireFor(kShmSmallBytes + 1, &slot), Result::kInProgress) << "a short one takes room too";
+  sendOne(8, 5, -1);               // in its line
+  sendOne(kShmSmallBytes, 7, -1);  // in its line's small block
   receiveOne(kBlock, 1, 0);
   sendOne(kBlock, 6, 4 * kBlockUnits);
   for (int i = 1; i < 4; ++i) receiveOne(kBlock, static_cast<uint8_t>(i + 1), i * kBlockUnits);
   receiveOne(8, 5, -1);
+  receiveOne(kShmSmallBytes, 7, -1);
   receiveOne(kBlock, 6, 4 * kBlockUnits);
 }
 
@@ -207,14 +253,14 @@ TEST_F(ShmPacking, TheFifoDepthOfFullSlotsAlwaysFits) {
   }
   for (int i = 0; i < 8; ++i) receiveOne(kSlot, static_cast<uint8_t>(10 + i), -1);
   sendOne(20 * 1024, 2, -1);
-  sendOne(100, 3, -1);
+  sendOne(kShmSmallBytes + 100, 3, -1);
   for (int i = 0; i < 6; ++i) ASSERT_EQ(send_->acquire(&slots[i]), Result::kSuccess) << "full slot " << i;
   for (int i = 0; i < 6; ++i) {
     memset(slots[i], 20 + i, kSlot);
     ASSERT_EQ(send_->commit(kSlot, 20 + i), Result::kSuccess);
   }
   receiveOne(20 * 1024, 2, -1);
-  receiveOne(100, 3, -1);
+  receiveOne(kShmSmallBytes + 100, 3, -1);
   for (int i = 0; i < 6; ++i) receiveOne(kSlot, static_cast<uint8_t>(20 + i), -1);
 }
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: 2026 The mixccl authors
 // Lanes opened only to look (Transport::connectRecvToLook): a shm segment created without its
-// pages reserved costs a page or two of /dev/shm, not depth x slotBytes; reservePages() reserves
+// pages reserved costs its header, lines and small blocks of /dev/shm (40 KiB), reserved, so a
+// small message never meets a missing page; not depth x slotBytes; reservePages() reserves
 // the rest, so a lane a step then uses cannot run out of /dev/shm in the middle of a collective.
 
 #include "transports/shm/shm_segment.h"
@@ -43,6 +44,7 @@ TEST(ShmSegment, UnreservedLaneHoldsAPageOrTwoUntilReserved) {
   ASSERT_EQ(ShmMapping::create(name, kDepth, kSlot, 1, /*reserve=*/false, &map), Result::kSuccess);
   const size_t total = shmTotalBytes(kDepth, kSlot);
   EXPECT_LE(allocatedBytes(name), size_t{64} << 10) << "of " << total;
+  EXPECT_GE(allocatedBytes(name), shmSlotsOffset(kDepth)) << "the lines and small blocks are reserved";
   EXPECT_TRUE(map.ready());  // a sender may attach at once
   ASSERT_EQ(map.reservePages(), Result::kSuccess);
   EXPECT_GE(allocatedBytes(name), total);

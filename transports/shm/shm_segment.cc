@@ -237,6 +237,11 @@ Result ShmMapping::create(const std::string& name, uint32_t depth, size_t slotBy
   if (reserve) {
     const int rc = reserveSegment(fd, total, &reserved);
     if (rc != 0) return cleanup(rc, "posix_fallocate");
+  } else {
+    // The lines and small blocks before the slot ring at least: a sender writes a small message
+    // there on any lane, also one opened only to look (reservePages() says why the rest waits).
+    const int rc = posix_fallocate(fd, 0, static_cast<off_t>(shmSlotsOffset(depth)));
+    if (rc != 0 && rc != EOPNOTSUPP && rc != EINVAL) return cleanup(rc, "posix_fallocate");
   }
   void* base = nullptr;
   size_t ring = 0;

@@ -9,13 +9,16 @@
 //                                        sees every other header field.
 //   kTailOffset         tail  (u64)      messages released by the receiver; only the receiver writes
 //   kLineOffset         line[lines]      one 64-byte ShmSlotLine per message; only the sender writes
+//   smallOffset(depth)  small[lines]     one kShmSmallBytes block per line; only the sender writes
 //   slotsOffset(depth)  slots            depth x slotBytes, each slot page aligned
 //
 // Each side maps the slots a second time right behind the segment (ringAlias), where the page
 // size allows, so messages in the last and the first slots are also one range of addresses.
 //
 // Message i lives in line i % lines, lines = shmLineCount(depth) >= depth. A payload of at most
-// kShmInlineBytes travels inside its line and takes no slot. The slot ring (depth x stride bytes)
+// kShmInlineBytes travels inside its line and takes no slot; one of at most kShmSmallBytes goes
+// into its line's small block (its line's unit says kShmSmallUnit) and takes no slot either, so
+// messages of a few cache lines queue `lines` deep, as inline ones do. The slot ring (depth x stride bytes)
 // is counted in units of a page (kShmUnit): a payload of kShmPackedBytes..kShmPackedMaxBytes, on a
 // host whose lanes pack (shmPackLanes), takes the pages right behind the previous message's; any
 // other takes the next whole slot, as all did before version 6; either goes to the ring's start rather than run past
@@ -50,8 +53,9 @@
 namespace mixccl {
 
 constexpr uint64_t kShmMagic = 0x314e414c4d48534dull;  // "MSHMLAN1" little-endian
-// 2: per-slot stamps; 3: pidSpace; 4: slot lines; 5: more lines than slots; 6: messages packed by units
-constexpr uint32_t kShmVersion = 6;
+// 2: per-slot stamps; 3: pidSpace; 4: slot lines; 5: more lines than slots; 6: messages packed by units;
+// 7: a small block per line
+constexpr uint32_t kShmVersion = 7;
 
 struct ShmHeader {
   std::atomic<uint64_t> magic;     // kShmMagic once the receiver finished initialising
@@ -86,6 +90,15 @@ struct alignas(64) ShmSlotLine {
 };
 static_assert(sizeof(ShmSlotLine) == 64, "a slot line is one cache line");
 constexpr size_t kShmInlineBytes = sizeof(ShmSlotLine::inlineData);
+// Payloads of kShmInlineBytes + 1 .. kShmSmallBytes go into their line's small block, not the slot
+// ring: they need no slot, so they queue as deep as the lines, where a slot each let a lane hold
+// only the FIFO depth (8) of them. A root that only sends (a broadcast's 64-256 B pieces at 8 or 16
+// ranks on 2 cores) then runs up to 64 calls ahead before it waits for its slowest receiver
+// instead of 8, and each rank that gets the CPU does that much more before it yields
+// (docs/ENGINE.md, "Small blocks"). 512 bytes (8 cache lines) per line make 32 KiB per lane.
+constexpr size_t kShmSmallBytes = 512;
+// ShmSlotLine::unit of a message in its line's small block (ring units stay below 2^28).
+constexpr uint32_t kShmSmallUnit = 0xfffffffeu;
 
 // The position of entry `seq` in a ring of `size` entries (message lines, or slots): a mask for
 // the power-of-two sizes of every default, since a 64-bit division costs tens of cycles and a
@@ -97,8 +110,9 @@ inline uint64_t shmRingIndex(uint64_t seq, uint32_t size) {
 // sender checks the depth in the header). 64 lines are 4 KiB.
 constexpr uint32_t kShmMinLines = 64;
 inline uint32_t shmLineCount(uint32_t depth) { return depth > kShmMinLines ? depth : kShmMinLines; }
+inline size_t shmSmallOffset(uint32_t depth) { return kLineOffset + shmLineCount(depth) * sizeof(ShmSlotLine); }
 inline size_t shmSlotsOffset(uint32_t depth) {
-  return alignUp(kLineOffset + shmLineCount(depth) * sizeof(ShmSlotLine), kShmPage);
+  return alignUp(shmSmallOffset(depth) + shmLineCount(depth) * kShmSmallBytes, kShmPage);
 }
 inline size_t shmSlotStride(size_t slotBytes) { return alignUp(slotBytes == 0 ? 1 : slotBytes, kShmPage); }
 // A packing lane (shmPackLanes) has this many slots more than its FIFO depth: a message never runs
@@ -160,11 +174,11 @@ class ShmMapping {
   // Receiver: creates, sizes (with reserved pages, so a full /dev/shm is an error here and not a
   // SIGBUS later) and initialises the segment. Fails if the name exists, unless it is a stale
   // leftover (shm_stale.h), which is removed first. Without `reserve`, the pages stay unreserved
-  // (only the header and lines are touched) until reservePages(): a lane opened only to look at
-  // what a peer sent costs a page or two, not depth x slotBytes. Until then a sender that writes
-  // its slots while /dev/shm is full gets SIGBUS; such a lane only carries a mismatched call's
-  // message (src/core/stream_checks.cc, openAllLanes), until a step uses it and reserves it.
-  // `pack`: a packing lane, whose ring has kShmPackSpareSlots more slots (ShmHeader::ringSlots).
+  // (only the header, the lines and their small blocks are reserved) until reservePages(): a lane opened only to look
+  // at what a peer sent costs a page or two, not depth x slotBytes. Until then a sender that writes its slots while
+  // /dev/shm is full gets SIGBUS; such a lane only carries a mismatched call's message (src/core/stream_checks.cc,
+  // openAllLanes), until a step uses it and reserves it. `pack`: a packing lane, whose ring has kShmPackSpareSlots more
+  // slots (ShmHeader::ringSlots).
   static Result create(const std::string& name, uint32_t depth, size_t slotBytes, int srcRank, bool reserve,
                        ShmMapping* out, bool pack = false);
   // Reserves the pages of a segment created without `reserve`; a no-op otherwise.
@@ -192,6 +206,8 @@ class ShmMapping {
   uint8_t* slot(uint32_t depth, size_t slotBytes, uint64_t index) const {
     return at(shmSlotsOffset(depth) + index * shmSlotStride(slotBytes));
   }
+  // The small block of line `line` (kShmSmallBytes, 64-byte aligned).
+  uint8_t* smallBlock(uint32_t depth, uint64_t line) const { return at(shmSmallOffset(depth) + line * kShmSmallBytes); }
   // Unit `unit` of the slot ring (ShmSlotLine::unit).
   uint8_t* ringUnit(uint32_t depth, uint64_t unit) const { return at(shmSlotsOffset(depth) + unit * kShmUnit); }
   // The slot ring is mapped twice in a row (where the system allows): for an address in the

@@ -109,9 +109,10 @@ class ShmSendConnection final : public SendConnection {
   Result acquire(void** slot) override { return acquireFor(slotBytes_, slot); }
 
   // A message of at most kShmInlineBytes needs a free line only: its payload is written here, in
-  // this side's memory, and copied into the line at commit. One of kShmPackedBytes..
-  // kShmPackedMaxBytes takes the pages right behind the previous message's on a packing lane, any
-  // other the next slot (shm_segment.h).
+  // this side's memory, and copied into the line at commit; one of at most kShmSmallBytes is
+  // written straight into the line's small block. One of kShmPackedBytes..kShmPackedMaxBytes
+  // takes the pages right behind the previous message's on a packing lane, any other the next
+  // slot (shm_segment.h).
   Result acquireFor(size_t bytes, void** slot) override {
     if (!ready_) MIXCCL_TRY(setUp());
     const uint64_t next = head_ + acquired_;
@@ -124,11 +125,14 @@ class ShmSendConnection final : public SendConnection {
       lineUnit_[line] = kNoSlot;
       lineUnits_[line] = 0;
       *slot = small_[line].bytes;
+    } else if (bytes > slotBytes_) {
+      return fail(Result::kInternalError, "shm: a %zu-byte message to rank %d does not fit a %zu-byte slot", bytes,
+                  peer_.rank, slotBytes_);
+    } else if (bytes <= kShmSmallBytes) {
+      lineUnit_[line] = kShmSmallUnit;
+      lineUnits_[line] = 0;
+      *slot = map_.smallBlock(depth_, line);
     } else {
-      if (bytes > slotBytes_) {
-        return fail(Result::kInternalError, "shm: a %zu-byte message to rank %d does not fit a %zu-byte slot", bytes,
-                    peer_.rank, slotBytes_);
-      }
       const bool packed = pack_ && bytes >= kShmPackedBytes && bytes <= kShmPackedMaxBytes;
       const uint64_t need = packed ? (bytes + kShmUnit - 1) / kShmUnit : slotUnits_;
       const uint64_t align = packed ? 1 : slotUnits_;
@@ -157,7 +161,9 @@ class ShmSendConnection final : public SendConnection {
   Result commit(size_t bytes, uint64_t stamp) override {
     const uint64_t at = shmRingIndex(head_, lines_);
     const uint32_t unit = lineUnit_[at];
-    const size_t room = unit == kNoSlot ? kShmInlineBytes : std::min(lineUnits_[at] * kShmUnit, slotBytes_);
+    const size_t room = unit == kNoSlot         ? kShmInlineBytes
+                        : unit == kShmSmallUnit ? std::min(kShmSmallBytes, slotBytes_)
+                                                : std::min(lineUnits_[at] * kShmUnit, slotBytes_);
     if (acquired_ == 0 || bytes > room) {
       return fail(Result::kInternalError,
                   "shm: commit of %zu bytes to rank %d without a slot (or into a slot of %zu bytes)", bytes, peer_.rank,
@@ -169,7 +175,7 @@ class ShmSendConnection final : public SendConnection {
     if (unit == kNoSlot) {
       memcpy(line.inlineData, small_[at].bytes, bytes);
     } else if (bytes <= kShmInlineBytes) {
-      memcpy(line.inlineData, map_.ringUnit(depth_, unit), bytes);
+      memcpy(line.inlineData, unit == kShmSmallUnit ? map_.smallBlock(depth_, at) : map_.ringUnit(depth_, unit), bytes);
     }
     line.unit = unit;
     line.bytes = static_cast<uint32_t>(bytes);
@@ -314,7 +320,7 @@ class ShmSendConnection final : public SendConnection {
   uint64_t cachedTail_ = 0;              // last tail seen; re-read only when a ring looks full
   uint64_t unitsTaken_ = 0;              // units taken by acquired messages (skipped ones included), ever
   uint64_t unitsFreed_ = 0;              // those released with the messages up to cachedTail_
-  uint64_t ringMsgsTaken_ = 0;           // messages that took units (not inline), ever
+  uint64_t ringMsgsTaken_ = 0;           // messages that took units (neither inline nor small), ever
   uint64_t ringMsgsFreed_ = 0;           // those released with the messages up to cachedTail_
   uint64_t unitPos_ = 0;                 // where the next message's units would start
   bool holding_ = false;                 // holdPublish(): seq stores wait in held_ until publish()
@@ -361,6 +367,14 @@ class ShmRecvConnection final : public RecvConnection {
     }
     if (*bytes <= kShmInlineBytes) {
       *data = line.inlineData;
+      return Result::kSuccess;
+    }
+    if (line.unit == kShmSmallUnit) {
+      if (*bytes > kShmSmallBytes) {
+        return fail(Result::kRemoteError, "shm: rank %d (host %s) wrote a %zu-byte message into a %zu-byte small block",
+                    peer_.rank, peer_.host.c_str(), *bytes, kShmSmallBytes);
+      }
+      *data = map_.smallBlock(depth_, at);
       return Result::kSuccess;
     }
     // The sender never lets a message run past the ring's end (ShmSendConnection::placeUnits).
