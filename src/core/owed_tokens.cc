@@ -34,7 +34,7 @@ int OwedTokens::peerOverLimit() const {
 Result OwedTokens::match(int peer, size_t bytes, uint64_t stamp) {
   size_t i = 0;
   while (owed_[i].peer != peer) ++i;  // from(peer) holds
-  const OpIdentity op = owed_[i].op;
+  const OpIdentity& op = owed_[i].op;
   if (stamp != op.stamp) {
     return stampMismatch(op, stamp, peer,
                          " (found after that call returned: this rank was its root and only sent, and read the "
@@ -46,7 +46,13 @@ Result OwedTokens::match(int peer, size_t bytes, uint64_t stamp) {
                 "closing token: the ranks called different operations",
                 collName(op.kind), static_cast<unsigned long long>(op.seq), op.rank, peer, bytes);
   }
-  owed_.erase(owed_.begin() + static_cast<std::ptrdiff_t>(i));
+  // Usually the oldest (one debtor: a broadcast root's neighbour): a deque's erase() there costs
+  // ten times its pop_front(), and this runs once per closing token.
+  if (i == 0) {
+    owed_.pop_front();
+  } else {
+    owed_.erase(owed_.begin() + static_cast<std::ptrdiff_t>(i));
+  }
   const size_t d = debtorIndex(peer);
   if (--debtors_[d].owed == 0) debtors_.erase(debtors_.begin() + static_cast<std::ptrdiff_t>(d));
   return Result::kSuccess;
