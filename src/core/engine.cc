@@ -137,7 +137,7 @@ Result Engine::failure(const char* fn) {
   return fail(failed_, "%s: queued work of rank %d failed earlier: %s", fn, comm_->rank(), failedMessage_.c_str());
 }
 
-Result Engine::enqueue(std::vector<std::unique_ptr<Op>> ops, bool waitDone) {
+Result Engine::enqueue(std::vector<std::unique_ptr<Op>> ops) {
   DeviceBackend* dev = comm_->backend();
   auto batch = std::make_unique<Batch>();
   // One start fence and one gate per distinct stream, in the order the streams first appear.
@@ -156,7 +156,6 @@ Result Engine::enqueue(std::vector<std::unique_ptr<Op>> ops, bool waitDone) {
     }
   }
   batch->ops = std::move(ops);
-  uint64_t ticket = 0;
   {
     std::unique_lock<std::mutex> lk(mu_);
     if (stopping_ || failed_ != Result::kSuccess) {
@@ -191,10 +190,10 @@ Result Engine::enqueue(std::vector<std::unique_ptr<Op>> ops, bool waitDone) {
                   "queue could not grow; free memory or threads and create a new communicator",
                   comm_->rank(), e.what());
     }
-    ticket = nextTicket_++;
+    ++nextTicket_;
   }
   cv_.notify_all();
-  return waitDone ? waitTicket(ticket, "ncclGroupEnd") : Result::kSuccess;
+  return Result::kSuccess;
 }
 
 Result Engine::waitIdle(const char* fn) {

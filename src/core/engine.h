@@ -64,9 +64,9 @@ class Engine {
   // stamp set) and queues them as one batch. Never waits for the network, nor for room: the
   // caller waited for room (waitForRoom) before it took the sequence numbers, and only the
   // holder of the caller slot enqueues, so the room is still there. On failure nothing is queued
-  // and every gate taken is released again. With `waitDone`, returns only once the batch
-  // finished (a group that also holds NULL-stream operations: those complete at return).
-  Result enqueue(std::vector<std::unique_ptr<Op>> ops, bool waitDone);
+  // and every gate taken is released again. A group that also holds NULL-stream operations
+  // waits for them with waitIdle() once all of its batches are queued (group.cc).
+  Result enqueue(std::vector<std::unique_ptr<Op>> ops);
 
   // Waits until fewer than MIXCCL_QUEUE_DEPTH batches (default 64) wait behind the one the
   // progress thread runs, as a full launch queue blocks a CUDA host thread; a stopping or failed

@@ -271,6 +271,41 @@ Result runSingle(Op* op) {
   return runStreams(streams);
 }
 
+// The part of runOps() that runs here: the operations of `ops` left after the queued ones were
+// moved out (of communicators `comms` marks not queued), issued already.
+Result runSynchronous(std::vector<std::unique_ptr<Op>>& ops, const std::vector<std::pair<Communicator*, bool>>& comms) {
+  ThreadGroup& scratch = threadGroup();
+  auto queued = [&](Communicator* c) {
+    return std::find_if(comms.begin(), comms.end(), [&](const auto& e) { return e.first == c; })->second;
+  };
+  auto& sync = scratch.sync;
+  sync.clear();
+  for (auto& op : ops) {
+    if (op != nullptr && !queued(op->comm)) sync.push_back(op.get());
+  }
+  if (sync.empty()) return Result::kSuccess;
+  // Sequence numbers are taken: when the synchronous operations cannot run, their communicators
+  // are out of step with their peers from here on (as runSingle says too).
+  auto abandon = [&](Result e) {
+    for (Op* op : sync) op->comm->setAsyncError(e);
+    return e;
+  };
+  // The wire order is the issue order: queued work of these communicators goes first.
+  for (auto& [comm, isAsync] : comms) {
+    Engine* engine = comm->existingEngine();
+    if (isAsync || engine == nullptr) continue;
+    Result w = engine->waitIdle("synchronous call after queued work");
+    if (w != Result::kSuccess) return abandon(w);
+  }
+  for (Op* op : sync) {
+    Result p = planOp(op);
+    if (p != Result::kSuccess) return abandon(p);
+  }
+  auto& streams = scratch.streams;
+  partitionOps(sync, &streams);
+  return runStreams(streams);
+}
+
 // Issues `ops` (sequence numbers and stamps in issue order), queues the operations of
 // communicators whose work is asynchronous (engine.h) and runs the rest here. `callHolds`: the
 // API call that runs them holds the caller slot of, and a pin on, every communicator of `ops`
@@ -316,16 +351,17 @@ Result runOps(std::vector<std::unique_ptr<Op>>& ops, bool callHolds) {
   // an operation gives its scratch memory back to its communicator's pool, which an abort on
   // another thread may free as soon as the communicator is unpinned.
   RecycleOps recycleOps{ops, scratch.spares};
-  auto queued = [&](Communicator* c) {
-    return std::find_if(comms.begin(), comms.end(), [&](const auto& e) { return e.first == c; })->second;
-  };
   // Room in every queue first: once sequence numbers are taken, the operations must go out.
   for (auto& [comm, isAsync] : comms) {
     if (isAsync) MIXCCL_TRY(comm->engine()->waitForRoom("ncclGroupEnd"));
   }
   for (auto& op : ops) issue(*op);
   Result r = Result::kSuccess;
-  // Queued work first, so it progresses while this thread runs the synchronous rest.
+  // Queued work first, so it progresses while this thread runs the synchronous rest. A batch with
+  // NULL-stream operations must be complete when this returns, but it is waited for only once
+  // every batch is queued and the synchronous operations ran: one thread may drive several ranks
+  // (ncclCommInitAll), and a batch of one rank waits for the others' operations of the group.
+  std::vector<Communicator*> awaited;
   for (auto& [comm, isAsync] : comms) {
     if (!isAsync) continue;
     std::vector<std::unique_ptr<Op>> batch;
@@ -335,38 +371,20 @@ Result runOps(std::vector<std::unique_ptr<Op>>& ops, bool callHolds) {
       waitDone = waitDone || op->stream == nullptr;
       batch.push_back(std::move(op));
     }
-    Result q = comm->engine()->enqueue(std::move(batch), waitDone);
+    Result q = comm->engine()->enqueue(std::move(batch));
     // Sequence numbers are taken: a batch that never went out leaves this rank out of step.
     if (q != Result::kSuccess) comm->setAsyncError(q);
+    if (q == Result::kSuccess && waitDone) awaited.push_back(comm);
     if (r == Result::kSuccess) r = q;
   }
-  auto& sync = scratch.sync;
-  sync.clear();
-  for (auto& op : ops) {
-    if (op != nullptr && !queued(op->comm)) sync.push_back(op.get());
+  Result done = runSynchronous(ops, comms);
+  if (r == Result::kSuccess) r = done;
+  // Also after a failure above: the batch reads and writes the caller's NULL-stream buffers.
+  for (Communicator* comm : awaited) {
+    Result w = comm->engine()->waitIdle("ncclGroupEnd");
+    if (r == Result::kSuccess) r = w;
   }
-  if (sync.empty()) return r;
-  // Sequence numbers are taken: when the synchronous operations cannot run, their communicators
-  // are out of step with their peers from here on (as runSingle says too).
-  auto abandon = [&](Result e) {
-    for (Op* op : sync) op->comm->setAsyncError(e);
-    return r == Result::kSuccess ? e : r;
-  };
-  // The wire order is the issue order: queued work of these communicators goes first.
-  for (auto& [comm, isAsync] : comms) {
-    Engine* engine = comm->existingEngine();
-    if (isAsync || engine == nullptr) continue;
-    Result w = engine->waitIdle("synchronous call after queued work");
-    if (w != Result::kSuccess) return abandon(w);
-  }
-  for (Op* op : sync) {
-    Result p = planOp(op);
-    if (p != Result::kSuccess) return abandon(p);
-  }
-  auto& streams = scratch.streams;
-  partitionOps(sync, &streams);
-  Result done = runStreams(streams);
-  return r == Result::kSuccess ? done : r;
+  return r;
 }
 
 // Completes the outermost group: joins the inits and tasks it started, then runs its operations

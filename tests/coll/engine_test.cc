@@ -695,6 +695,30 @@ TEST(EngineTest, MixedGroupCompletesNullStreamWorkAtReturn) {
   });
 }
 
+// The same mixed group with one thread driving both ranks (as after ncclCommInitAll): every
+// communicator's batch must be queued before ncclGroupEnd waits for any of them, or rank 0's
+// batch waits for rank 1's, which is never queued, until MIXCCL_TIMEOUT.
+TEST(EngineTest, MixedGroupOverSeveralRanksFromOneThread) {
+  EnvGuard timeout("MIXCCL_TIMEOUT", "5");
+  AsyncRanks ranks(2);
+  ASSERT_TRUE(ranks.ok());
+  const UserStream streams[2] = {{ranks.backend(0).makeStream()}, {ranks.backend(1).makeStream()}};
+  std::vector<std::vector<float>> a(2, std::vector<float>(20000, 1.0f)), h(2, std::vector<float>(20000, 4.0f));
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(ncclAllReduce(a[r].data(), a[r].data(), a[r].size(), ncclFloat32, ncclSum, ranks.comm(r), streams[r]),
+              ncclSuccess);
+    EXPECT_EQ(ncclAllReduce(h[r].data(), h[r].data(), h[r].size(), ncclFloat32, ncclSum, ranks.comm(r), nullptr),
+              ncclSuccess);
+  }
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(h[r][19999], 8.0f) << "rank " << r;
+    ASSERT_TRUE(streams[r]->sync());
+    EXPECT_EQ(a[r][19999], 2.0f) << "rank " << r;
+  }
+}
+
 // Prints the median time of an enqueueing call (the issue asks < 20 us); does not assert it,
 // timings on a shared test machine are noise.
 TEST(EngineTest, EnqueueLatencyBenchmark) {
