@@ -384,10 +384,17 @@ Result Communicator::createPreMulSum(DataType dtype, const void* scalar, bool on
   } else {
     op.scalarPtr = scalar;
   }
-  if (nextRedOp_ == INT32_MAX) {
-    return fail(Result::kInvalidUsage, "too many reduction operators created on rank %d", rank_);
+  // The lowest free handle, as NCCL hands out freed ones again: PyTorch creates and destroys an
+  // operator per premul_sum call, and counting up would run out after 2^31 calls of a long job.
+  int free = kNumBuiltinOps;
+  for (const auto& entry : redOps_) {
+    if (entry.first != free) break;
+    ++free;
   }
-  *handle = nextRedOp_++;
+  if (free == INT32_MAX) {
+    return fail(Result::kInvalidUsage, "too many reduction operators created on rank %d; destroy unused ones", rank_);
+  }
+  *handle = free;
   redOps_[*handle] = op;
   return Result::kSuccess;
 }

@@ -324,8 +324,7 @@ class Communicator {
   };
   std::vector<RecvLane> recvConns_;
 
-  std::map<int, UserRedOp> redOps_;
-  int nextRedOp_ = kNumBuiltinOps;
+  std::map<int, UserRedOp> redOps_;  // by handle, in order: createPreMulSum() takes the lowest free one
   std::thread initThread_;
   std::unique_ptr<Engine> engine_;
 };

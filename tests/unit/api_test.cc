@@ -719,6 +719,31 @@ TEST_F(ApiTest, MemoryRegistrationAndRedOps) {
     ASSERT_EQ(ncclRedOpDestroy(op, comm), ncclSuccess);
     EXPECT_EQ(ncclRedOpDestroy(op, comm), ncclInvalidArgument);
     EXPECT_EQ(ncclRedOpDestroy(ncclSum, comm), ncclInvalidArgument);
+    // Freed handles are handed out again, lowest first, as NCCL does (PyTorch creates and
+    // destroys one per premul_sum call); one still alive keeps its handle and its scalar.
+    ncclRedOp_t a, b, c;
+    ASSERT_EQ(ncclRedOpCreatePreMulSum(&a, &scalar, ncclFloat64, ncclScalarHostImmediate, comm), ncclSuccess);
+    EXPECT_EQ(a, op);
+    scalar = 2;
+    ASSERT_EQ(ncclRedOpCreatePreMulSum(&b, &scalar, ncclFloat64, ncclScalarHostImmediate, comm), ncclSuccess);
+    ASSERT_EQ(ncclRedOpDestroy(a, comm), ncclSuccess);
+    scalar = 3;
+    ASSERT_EQ(ncclRedOpCreatePreMulSum(&c, &scalar, ncclFloat64, ncclScalarHostImmediate, comm), ncclSuccess);
+    EXPECT_EQ(c, a);
+    EXPECT_NE(b, c);
+    for (int i = 0; i < 100; ++i) f[i] = 1;
+    ASSERT_EQ(ncclAllReduce(f, f, 100, ncclFloat64, b, comm, nullptr), ncclSuccess) << ncclGetLastError(comm);
+    EXPECT_EQ(f[0], 4);  // 2 x 1 on each of 2 ranks
+    ASSERT_EQ(ncclAllReduce(f, f, 100, ncclFloat64, c, comm, nullptr), ncclSuccess) << ncclGetLastError(comm);
+    EXPECT_EQ(f[0], 24);  // 3 x 4 on each of 2 ranks
+    for (int i = 0; i < 1000; ++i) {
+      ncclRedOp_t t;
+      ASSERT_EQ(ncclRedOpCreatePreMulSum(&t, &scalar, ncclFloat64, ncclScalarHostImmediate, comm), ncclSuccess);
+      ASSERT_EQ(static_cast<int>(t), static_cast<int>(b) + 1) << "call " << i;
+      ASSERT_EQ(ncclRedOpDestroy(t, comm), ncclSuccess);
+    }
+    ASSERT_EQ(ncclRedOpDestroy(b, comm), ncclSuccess);
+    ASSERT_EQ(ncclRedOpDestroy(c, comm), ncclSuccess);
     EXPECT_EQ(ncclCommWindowDeregister(comm, win), ncclSuccess);
     EXPECT_EQ(ncclCommDeregister(comm, handle), ncclSuccess);
     EXPECT_EQ(ncclCommDeregister(comm, handle), ncclInvalidUsage);
