@@ -66,8 +66,12 @@ struct GroupState {
   // ncclCommDestroy calls made in the group: they run at its end, after everything else (as
   // NCCL defers them), so a split or the collectives of the communicator issued before still run.
   std::vector<std::function<void()>> destroys;
-  Result firstError = Result::kSuccess;  // an error of a call inside the group, reported at end()
-  std::string firstMessage;              // and its message
+  // Calls inside the group that failed, reported at end(): it returns the last one's result, as
+  // NCCL does (ncclGroupErrCheck keeps the latest), and names the first too, usually the cause.
+  int failures = 0;
+  Result lastError = Result::kSuccess;
+  std::string firstMessage;
+  std::string lastMessage;
 
   GroupState() = default;
   GroupState(GroupState&&) = default;
@@ -418,9 +422,15 @@ Result finish(const char* fn, bool run) {
     if (c->initThread().joinable()) c->initThread().join();
     if (c->options().blocking && c->asyncError() != Result::kSuccess && r == Result::kSuccess) r = c->asyncError();
   }
-  if (ending.firstError != Result::kSuccess) {
-    return fail(ending.firstError, "%s: a call inside the group failed, so none of its %zu operation(s) ran: %s", fn,
-                ops.size(), ending.firstMessage.c_str());
+  if (ending.failures == 1) {
+    return fail(ending.lastError, "%s: a call inside the group failed, so none of its %zu operation(s) ran: %s", fn,
+                ops.size(), ending.lastMessage.c_str());
+  }
+  if (ending.failures > 1) {
+    return fail(ending.lastError,
+                "%s: %d calls inside the group failed, so none of its %zu operation(s) ran; the last: %s; the "
+                "first: %s",
+                fn, ending.failures, ops.size(), ending.lastMessage.c_str(), ending.firstMessage.c_str());
   }
   if (run && !ops.empty()) {
     Result done = runOps(ops, /*callHolds=*/false);
@@ -505,9 +515,11 @@ std::unique_ptr<Op> newOp() {
 }
 
 Result noteError(Result r) {
-  if (state().depth > 0 && state().firstError == Result::kSuccess) {
-    state().firstError = r;
-    state().firstMessage = lastError();
+  if (state().depth > 0 && r != Result::kSuccess && r != Result::kInProgress) {
+    GroupState& g = state();
+    if (g.failures++ == 0) g.firstMessage = lastError();
+    g.lastError = r;
+    g.lastMessage = lastError();
   }
   return r;
 }

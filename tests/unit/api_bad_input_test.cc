@@ -634,8 +634,8 @@ void addLifecycleRows(Rows& add) {
 
 void addGroupRows(Rows& add) {
   add("ncclGroupEnd", "WithoutGroupStart", [](Env&) { return ncclGroupEnd(); }, ncclInvalidUsage, {"ncclGroupStart"});
-  // NCCL keeps the first error of a call made inside the group and returns it from ncclGroupEnd,
-  // without running the group's work.
+  // NCCL keeps the error of a call made inside the group (the last one: ncclGroupErrCheck) and
+  // returns it from ncclGroupEnd, without running the group's work.
   add("ncclGroupEnd", "AfterAFailedCallInTheGroup",
       [](Env& e) {
         EXPECT_EQ(ncclGroupStart(), ncclSuccess);
@@ -647,6 +647,16 @@ void addGroupRows(Rows& add) {
         return r;
       },
       ncclInvalidArgument, {"sendbuff"});
+  // Two failed calls: the result is the last one's, as NCCL's; the message names both.
+  add("ncclGroupEnd", "AfterTwoFailedCallsInTheGroup",
+      [](Env& e) {
+        ncclComm_t done = e.finalized();
+        EXPECT_EQ(ncclGroupStart(), ncclSuccess);
+        EXPECT_EQ(ncclAllReduce(e.buf, e.out, 4, ncclFloat32, ncclSum, nullptr, nullptr), ncclInvalidArgument);
+        EXPECT_EQ(ncclAllReduce(e.buf, e.out, 4, ncclFloat32, ncclSum, done, nullptr), ncclInvalidUsage);
+        return ncclGroupEnd();
+      },
+      ncclInvalidUsage, {"2 calls", "finalized", "comm is NULL"});
   add("ncclGroupSimulateEnd", "WithoutGroupStart", [](Env& e) { return ncclGroupSimulateEnd(&e.sim); },
       ncclInvalidUsage, {"ncclGroupStart"});
   add("ncclGroupSimulateEnd", "NullSimInfoWithoutGroupStart", [](Env&) { return ncclGroupSimulateEnd(nullptr); },
