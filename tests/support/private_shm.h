@@ -17,16 +17,18 @@
 
 namespace mixccl::testing {
 
-// Enters a new mount namespace with an empty tmpfs on /dev/shm. Returns false (with the reason in
+// Enters a new mount namespace with an empty tmpfs on /dev/shm, of `sizeBytes` (0: tmpfs's
+// default, half the memory) to see what a full /dev/shm does. Returns false (with the reason in
 // *why) where the process may not do so (not root, no CAP_SYS_ADMIN, seccomp).
-inline bool enterPrivateDevShm(std::string* why) {
+inline bool enterPrivateDevShm(std::string* why, size_t sizeBytes = 0) {
   if (unshare(CLONE_NEWNS) != 0) {
     *why = std::string("unshare(CLONE_NEWNS): ") + strerror(errno);
     return false;
   }
   // Keep our mounts out of the parent namespace (systemd makes / shared by default).
   if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
-      mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") != 0) {
+      mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV,
+            (sizeBytes == 0 ? std::string("mode=1777") : "mode=1777,size=" + std::to_string(sizeBytes)).c_str()) != 0) {
     *why = std::string("mount tmpfs on /dev/shm: ") + strerror(errno);
     return false;
   }

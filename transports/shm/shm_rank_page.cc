@@ -122,13 +122,30 @@ Result ShmRankPage::create(uint64_t commHash, uint64_t nonce, int rank, ShmRankP
     return fail(Result::kSystemError, "shm: cannot create /dev/shm%s: %s (set NCCL_SHM_DISABLE=1 to use TCP)",
                 name.c_str(), strerror(openErr));
   }
-  void* base = MAP_FAILED;
-  if (ftruncate(fd, kPageBytes) == 0) base = mmap(nullptr, kPageBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  // The page is reserved before it is written: tmpfs allocates on first touch, and on a full
+  // /dev/shm (docker's 64 MiB default, used up) that first write would kill this process with
+  // SIGBUS inside init instead of failing it (filesystems that cannot reserve allocate lazily).
+  if (ftruncate(fd, kPageBytes) != 0) {
+    const int err = errno;
+    close(fd);
+    shm_unlink(name.c_str());
+    return fail(Result::kSystemError, "shm: cannot size /dev/shm%s: %s", name.c_str(), strerror(err));
+  }
+  const int reserveErr = posix_fallocate(fd, 0, kPageBytes);
+  if (reserveErr != 0 && reserveErr != EOPNOTSUPP && reserveErr != EINVAL) {
+    close(fd);
+    shm_unlink(name.c_str());
+    return fail(Result::kSystemError,
+                "shm: cannot reserve the %zu-byte state page /dev/shm%s of rank %d: %s; /dev/shm is full: free it, "
+                "enlarge it (docker: --shm-size) or set NCCL_SHM_DISABLE=1",
+                kPageBytes, name.c_str(), rank, strerror(reserveErr));
+  }
+  void* base = mmap(nullptr, kPageBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   const int err = errno;
   if (base == MAP_FAILED) {
     close(fd);
     shm_unlink(name.c_str());
-    return fail(Result::kSystemError, "shm: cannot size or map /dev/shm%s: %s", name.c_str(), strerror(err));
+    return fail(Result::kSystemError, "shm: cannot map /dev/shm%s: %s", name.c_str(), strerror(err));
   }
   auto* h = new (base) ShmRankPageHeader{};
   h->pid = static_cast<int32_t>(getpid());

@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mixccl authors
+// A full /dev/shm (docker's 64 MiB default, used up by another job) must fail shm set-up with a
+// message that says what to do, never kill a rank: tmpfs allocates a page when it is first
+// written, and a write to a page that tmpfs cannot allocate raises SIGBUS. Each case runs in a
+// forked process with a private, small /dev/shm.
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "tests/support/private_shm.h"
+#include "transports/transport.h"
+
+namespace mixccl {
+namespace {
+
+constexpr int kJobOk = 0;
+constexpr int kJobFailed = 1;
+constexpr int kJobNoPrivateShm = 77;
+constexpr size_t kDevShmBytes = 256 * 1024;
+
+#define JOB_CHECK(cond, ...)                \
+  do {                                      \
+    if (!(cond)) {                          \
+      fprintf(stderr, "job: " __VA_ARGS__); \
+      fprintf(stderr, " [%s]\n", #cond);    \
+      return kJobFailed;                    \
+    }                                       \
+  } while (0)
+
+// Allocates every free page of /dev/shm to one file, page by page.
+bool fillDevShm() {
+  const int fd = shm_open("/filler", O_RDWR | O_CREAT | O_EXCL, 0600);
+  if (fd < 0) return false;
+  off_t size = 0;
+  while (posix_fallocate(fd, 0, size + 4096) == 0) size += 4096;
+  close(fd);
+  return size > 0;
+}
+
+// A rank's shm transport creates its rank page in listen(), inside ncclCommInitRank.
+int runListenJob() {
+  std::string why;
+  if (!testing::enterPrivateDevShm(&why, kDevShmBytes)) {
+    fprintf(stderr, "job: no private /dev/shm (%s)\n", why.c_str());
+    return kJobNoPrivateShm;
+  }
+  JOB_CHECK(fillDevShm(), "cannot fill /dev/shm: %s", strerror(errno));
+  TransportContext ctx;
+  ctx.rank = 0;
+  ctx.nranks = 2;
+  ctx.commHash = 0x5eed;
+  ctx.slotBytes = 4096;
+  ctx.fifoDepth = 8;
+  std::unique_ptr<Transport> shm = makeShmTransport(ctx);
+  std::vector<uint8_t> blob;
+  JOB_CHECK(shm->listen(&blob) == Result::kSystemError, "listen on a full /dev/shm did not fail");
+  JOB_CHECK(lastError().find("NCCL_SHM_DISABLE") != std::string::npos, "the message says nothing to do: %s",
+            lastError().c_str());
+  JOB_CHECK(testing::countMixcclShmSegments() == 0, "the failed set-up left a name in /dev/shm");
+  return kJobOk;
+}
+
+void runInPrivateShm(int (*job)()) {
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const int status = job();
+    fflush(nullptr);
+    _exit(status);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_FALSE(WIFSIGNALED(status)) << "the job was killed by signal " << WTERMSIG(status);
+  if (WEXITSTATUS(status) == kJobNoPrivateShm) GTEST_SKIP() << "needs a private /dev/shm (root or CAP_SYS_ADMIN)";
+  EXPECT_EQ(WEXITSTATUS(status), kJobOk) << "the job's message is above";
+}
+
+TEST(ShmFull, ListenFailsWithAMessageInsteadOfSigbus) { runInPrivateShm(runListenJob); }
+
+}  // namespace
+}  // namespace mixccl
