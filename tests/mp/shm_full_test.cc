@@ -8,6 +8,8 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,6 +22,7 @@
 
 #include "common/result.h"
 #include "tests/support/private_shm.h"
+#include "transports/shm/shm_segment.h"
 #include "transports/transport.h"
 
 namespace mixccl {
@@ -72,6 +75,34 @@ int runListenJob() {
   return kJobOk;
 }
 
+// A lane opened only to look (connectRecvToLook) holds its header, lines and small blocks; a step
+// that then uses it reserves the rest (RecvConnection::reserve, idempotent). When /dev/shm cannot
+// hold the rest, that fails, and so must every later attempt until the pages are there: a retry
+// that reported success would hand the sender a ring it gets SIGBUS from.
+int runReserveRetryJob() {
+  std::string why;
+  if (!testing::enterPrivateDevShm(&why, kDevShmBytes)) {
+    fprintf(stderr, "job: no private /dev/shm (%s)\n", why.c_str());
+    return kJobNoPrivateShm;
+  }
+  const std::string name = shmLaneName(0x5eed, 1, 1, 0, 0);
+  constexpr uint32_t kDepth = 8;
+  constexpr size_t kSlot = 64 * 1024;  // 512 KiB of ring: more than /dev/shm holds
+  ShmMapping map;
+  JOB_CHECK(ShmMapping::create(name, kDepth, kSlot, 1, /*reserve=*/false, &map) == Result::kSuccess,
+            "a lane to look at did not fit: %s", lastError().c_str());
+  JOB_CHECK(map.reservePages() == Result::kSystemError, "reserving more than /dev/shm holds did not fail");
+  JOB_CHECK(map.reservePages() == Result::kSystemError, "a second attempt reported success without the pages");
+  // Once /dev/shm has room, an attempt reserves them.
+  JOB_CHECK(mount(nullptr, "/dev/shm", nullptr, MS_REMOUNT, "size=4m") == 0, "remount: %s", strerror(errno));
+  JOB_CHECK(map.reservePages() == Result::kSuccess, "reserving with room failed: %s", lastError().c_str());
+  struct stat st {};
+  JOB_CHECK(stat(("/dev/shm" + name).c_str(), &st) == 0, "stat: %s", strerror(errno));
+  JOB_CHECK(static_cast<size_t>(st.st_blocks) * 512 >= shmTotalBytes(kDepth, kSlot), "the pages are not reserved");
+  shm_unlink(name.c_str());
+  return kJobOk;
+}
+
 void runInPrivateShm(int (*job)()) {
   pid_t pid = fork();
   ASSERT_GE(pid, 0);
@@ -88,6 +119,8 @@ void runInPrivateShm(int (*job)()) {
 }
 
 TEST(ShmFull, ListenFailsWithAMessageInsteadOfSigbus) { runInPrivateShm(runListenJob); }
+
+TEST(ShmFull, AFailedReservationOfALaneFailsAgainUntilThereIsRoom) { runInPrivateShm(runReserveRetryJob); }
 
 }  // namespace
 }  // namespace mixccl

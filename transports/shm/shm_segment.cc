@@ -155,12 +155,15 @@ Result ShmMapping::reservePages() {
   if (unreservedFd_ < 0) return Result::kSuccess;
   bool reserved = false;
   const int rc = reserveSegment(unreservedFd_, bytes_, &reserved);
-  close(unreservedFd_);
-  unreservedFd_ = -1;
+  // The descriptor stays until a reservation succeeds: the next call (the core retries at the
+  // lane's next use, and reserve() is idempotent) tries again instead of reporting pages that
+  // are not there, which the sender would meet as SIGBUS.
   if (rc != 0) {
     return fail(Result::kSystemError, "shm: reserving the %zu bytes of a lane from rank %d failed: %s%s", bytes_,
                 header()->srcRank, strerror(rc), shmSpaceAdvice(rc));
   }
+  close(unreservedFd_);
+  unreservedFd_ = -1;
   reserved_ = reserved;
   return Result::kSuccess;
 }

@@ -181,7 +181,8 @@ class ShmMapping {
   // slots (ShmHeader::ringSlots).
   static Result create(const std::string& name, uint32_t depth, size_t slotBytes, int srcRank, bool reserve,
                        ShmMapping* out, bool pack = false);
-  // Reserves the pages of a segment created without `reserve`; a no-op otherwise.
+  // Reserves the pages of a segment created without `reserve`; a no-op once that succeeded or
+  // otherwise. After a failure (ENOSPC) the next call tries again.
   Result reservePages();
   // Sender: opens an existing segment. kInProgress while it does not exist yet or is still being
   // sized by the receiver; the header may still be uninitialised (check ready()). `ringOffset`:
