@@ -136,7 +136,7 @@ Result ShmRankPage::create(uint64_t commHash, uint64_t nonce, int rank, ShmRankP
     close(fd);
     shm_unlink(name.c_str());
     return fail(Result::kSystemError,
-                "shm: cannot reserve the %zu-byte state page /dev/shm%s of rank %d: %s; /dev/shm is full: free it, "
+                "shm: cannot reserve the %zu-byte state page /dev/shm%s of rank %d: %s; make room in /dev/shm, "
                 "enlarge it (docker: --shm-size) or set NCCL_SHM_DISABLE=1",
                 kPageBytes, name.c_str(), rank, strerror(reserveErr));
   }
