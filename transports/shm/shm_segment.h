@@ -56,6 +56,10 @@ constexpr uint64_t kShmMagic = 0x314e414c4d48534dull;  // "MSHMLAN1" little-endi
 // 2: per-slot stamps; 3: pidSpace; 4: slot lines; 5: more lines than slots; 6: messages packed by units;
 // 7: a small block per line
 constexpr uint32_t kShmVersion = 7;
+// The oldest lane version whose header holds the owners (receiverPid, srcRank, senderPid) and the
+// pid space where this one does: leftovers of it are judged and reclaimed like today's
+// (shm_stale.h), so a crash of an older build leaves nothing behind after an upgrade.
+constexpr uint32_t kShmOwnersSinceVersion = 3;
 
 struct ShmHeader {
   std::atomic<uint64_t> magic;     // kShmMagic once the receiver finished initialising

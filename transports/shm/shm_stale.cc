@@ -54,7 +54,8 @@ bool readOwners(const uint8_t* buf, Owners* out) {
     out->what = "the rank page of rank";
     return out->pids[0] > 0;
   }
-  if (magic == kShmMagic && field<uint32_t>(buf, offsetof(ShmHeader, version)) == kShmVersion) {
+  const uint32_t version = field<uint32_t>(buf, offsetof(ShmHeader, version));
+  if (magic == kShmMagic && version >= kShmOwnersSinceVersion && version <= kShmVersion) {
     out->pids[0] = field<int32_t>(buf, offsetof(ShmHeader, receiverPid));
     out->pids[1] = field<int32_t>(buf, offsetof(ShmHeader, senderPid));
     out->rank = field<int32_t>(buf, offsetof(ShmHeader, srcRank));
