@@ -96,13 +96,14 @@ Result lookupParent(const char* fn, ncclComm_t handle, Communicator** out) {
 // Creates the handle and runs init: inline when blocking outside a group, otherwise in a thread
 // (non-blocking comms are polled with ncclCommGetAsyncError; grouped inits are joined by
 // ncclGroupEnd). Grouped blocking inits must not run inline: one thread may init several ranks.
-Result startInit(const char* fn, std::unique_ptr<Communicator> comm, const UniqueIdData& id, ncclComm_t* out) {
+Result startInit(const char* fn, std::unique_ptr<Communicator> comm, const UniqueIdData& id,
+                 std::vector<UniqueIdData> spareRoots, ncclComm_t* out) {
   const bool blocking = comm->options().blocking;
   const bool grouped = mixccl::group::active();
   Communicator* c = comm.get();
   ncclComm* handle = mixccl::api::registerComm(std::move(comm));
   if (blocking && !grouped) {
-    Result r = c->init(id);
+    Result r = c->init(id, spareRoots);
     if (r != Result::kSuccess) {
       mixccl::api::releaseComm(handle);
       *out = nullptr;
@@ -111,17 +112,19 @@ Result startInit(const char* fn, std::unique_ptr<Communicator> comm, const Uniqu
     *out = handle;
     return Result::kSuccess;
   }
-  c->initThread() = std::thread([c, id] {
+  c->initThread() = std::thread([c, id, spareRoots = std::move(spareRoots)] {
     pthread_setname_np(pthread_self(), "mixccl-init");  // docs/DEBUGGING.md lists the threads
-    (void)c->init(id);
+    (void)c->init(id, spareRoots);
   });
   *out = handle;
   if (grouped) mixccl::group::addPendingInit(c);
   return blocking ? Result::kSuccess : Result::kInProgress;
 }
 
+// `spareIds`, `nSpare`: ids besides commId whose roots this communicator does not use (see
+// ncclCommInitRankScalable).
 Result initRank(const char* fn, ncclComm_t* comm, int nranks, const ncclUniqueId& commId, int rank,
-                const ncclConfig_t* config) {
+                const ncclConfig_t* config, const ncclUniqueId* spareIds = nullptr, int nSpare = 0) {
   MIXCCL_TRY(checkOut(fn, comm, "comm (output pointer)"));
   *comm = nullptr;
   MIXCCL_TRY(checkRanks(fn, nranks, rank));
@@ -130,7 +133,14 @@ Result initRank(const char* fn, ncclComm_t* comm, int nranks, const ncclUniqueId
   UniqueIdData id;
   Result decoded = UniqueIdData::decode(reinterpret_cast<const uint8_t*>(commId.internal), &id);
   if (decoded != Result::kSuccess) return fail(decoded, "%s: %s", fn, mixccl::lastError().c_str());
-  return startInit(fn, Communicator::makeUninitialised(nranks, rank, options), id, comm);
+  std::vector<UniqueIdData> spareRoots(static_cast<size_t>(nSpare));
+  for (int i = 0; i < nSpare; ++i) {
+    decoded = UniqueIdData::decode(reinterpret_cast<const uint8_t*>(spareIds[i].internal), &spareRoots[i]);
+    if (decoded != Result::kSuccess) {
+      return fail(decoded, "%s: commIds[%d]: %s", fn, i + 1, mixccl::lastError().c_str());
+    }
+  }
+  return startInit(fn, Communicator::makeUninitialised(nranks, rank, options), id, std::move(spareRoots), comm);
 }
 
 }  // namespace
@@ -174,8 +184,9 @@ MIXCCL_API(ncclResult_t, ncclCommInitRankScalable, ncclComm_t* newcomm, int nran
       return fail(Result::kInvalidArgument, "%s: nId is %d; it must be in [1, nranks=%d]", fn, nId, nranks);
     }
     // Every rank registers with the first id's root; the other roots (if any) are not needed
-    // at mixccl's scale and expire after MIXCCL_TIMEOUT (PROTOCOL.md, "Scalable init").
-    return initRank(fn, newcomm, nranks, commIds[0], myrank, config);
+    // at mixccl's scale, and rank 0 stops them once it joined (PROTOCOL.md 4.2), so they hold no
+    // thread and port until MIXCCL_TIMEOUT.
+    return initRank(fn, newcomm, nranks, commIds[0], myrank, config, commIds + 1, nId - 1);
   });
 }
 

@@ -44,6 +44,21 @@ constexpr size_t kMaxUnidentified = 1024;
 constexpr auto kRootReplyGrace = std::chrono::seconds(1);
 // How long peerSilent() must hold before a stalled send fails (see sendFrame).
 constexpr auto kSilentFor = std::chrono::seconds(1);
+// The most time releaseRoot() spends on one spare root (a live one answers within milliseconds).
+constexpr auto kReleaseRootLimit = std::chrono::seconds(5);
+
+// The kind-1 hello `rank` of `nranks` sends to the root of `id` (PROTOCOL.md 4.2).
+void registration(const UniqueIdData& id, int rank, int nranks, const SocketAddress& listenAddr,
+                  uint8_t out[Hello::kBytes]) {
+  Hello h;
+  h.commHash = id.commHash;
+  memcpy(h.secret, id.secret, 16);
+  h.kind = HelloKind::kRegister;
+  h.rank = static_cast<uint32_t>(rank);
+  h.nranks = static_cast<uint32_t>(nranks);
+  h.address = listenAddr;
+  h.encode(out);
+}
 
 bool aborted(const std::atomic<bool>* abortFlag) {
   return abortFlag != nullptr && abortFlag->load(std::memory_order_acquire);
@@ -425,15 +440,8 @@ Result Bootstrap::init(const UniqueIdData& id, int rank, int nranks, const std::
                          : "was the unique id made by a live process, and can this host reach that address "
                            "(NCCL_SOCKET_IFNAME)?");
   }
-  Hello h;
-  h.commHash = id.commHash;
-  memcpy(h.secret, id.secret, 16);
-  h.kind = HelloKind::kRegister;
-  h.rank = static_cast<uint32_t>(rank);
-  h.nranks = static_cast<uint32_t>(nranks);
-  h.address = im.listenAddr;
   uint8_t hello[Hello::kBytes];
-  h.encode(hello);
+  registration(id, rank, nranks, im.listenAddr, hello);
   MIXCCL_TRY(root.sendAll(hello, sizeof(hello), deadline, abortFlag, rootName.c_str()));
   // The root gives up at its own deadline, which usually falls before ours, and then says which
   // ranks are missing. Waiting a little past our deadline lets that explanation arrive.
@@ -482,6 +490,31 @@ Result Bootstrap::init(const UniqueIdData& id, int rank, int nranks, const std::
 }
 
 Bootstrap::~Bootstrap() = default;
+
+void Bootstrap::releaseRoot(const UniqueIdData& spare) {
+  if ((spare.flags & UniqueIdData::kRootStartedByRank0) != 0 || spare.commHash == impl_->id.commHash) return;
+  QuietFailures quiet;  // a root that gave up or whose process left is no error of this communicator
+  const Deadline deadline = std::min(defaultDeadline(), Clock::now() + kReleaseRootLimit);
+  const std::string rootName = "the unused bootstrap root at " + spare.root.toString();
+  uint8_t hello[Hello::kBytes];
+  registration(spare, 0, 1, impl_->listenAddr, hello);
+  uint8_t head[ReplyHeader::kBytes];
+  Socket root;
+  Result r = Socket::connect(spare.root, deadline, impl_->abortFlag, &root, {}, kPeerRefusedLimit);
+  if (ok(r)) r = root.sendAll(hello, sizeof(hello), deadline, impl_->abortFlag, rootName.c_str());
+  if (ok(r)) r = root.recvAll(head, sizeof(head), deadline, impl_->abortFlag, rootName.c_str());
+  if (ok(r)) {
+    // The rest too (a one-entry table), so that closing with unread data resets nothing.
+    std::vector<uint8_t> rest(std::min(ReplyHeader::decode(head).payloadBytes, kMaxReplyMessage));
+    r = root.recvAll(rest.data(), rest.size(), deadline, impl_->abortFlag, rootName.c_str());
+  }
+  if (ok(r)) {
+    MIXCCL_INFO(log::kBootstrap, "rank %d: stopped %s (an extra id of ncclCommInitRankScalable)", rank_,
+                spare.root.toString().c_str());
+  } else {
+    MIXCCL_INFO(log::kBootstrap, "rank %d: could not stop %s: %s", rank_, rootName.c_str(), lastQuietError().c_str());
+  }
+}
 
 const SocketAddress& Bootstrap::address(int rank) const { return impl_->peers[rank]; }
 

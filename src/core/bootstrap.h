@@ -71,6 +71,14 @@ class Bootstrap {
   Result allGather(void* data, size_t bytes);
   Result barrier();
 
+  // Stops the root of `spare`, an id no rank registers with (ncclCommInitRankScalable's ids after
+  // the first one, each made by ncclGetUniqueId with a root of its own), by registering with it
+  // as the only rank of a one-rank job: it answers and exits now, instead of holding a thread and
+  // a port until MIXCCL_TIMEOUT and then warning that no rank came. Skips an id whose root is not
+  // started by ncclGetUniqueId (NCCL_COMM_ID) or is this communicator's own. Best effort and
+  // quiet (a root already gone is fine), bounded by a few seconds; blocks like the others.
+  void releaseRoot(const UniqueIdData& spare);
+
  private:
   Bootstrap() = default;
   struct Impl;

@@ -170,7 +170,7 @@ Result Communicator::setUpLocal(const UniqueIdData& id, DeviceBackend* backend, 
   return backendPrint(options_.backend == nullptr, &self->backend.arithmetic);
 }
 
-Result Communicator::init(const UniqueIdData& id) {
+Result Communicator::init(const UniqueIdData& id, const std::vector<UniqueIdData>& spareRoots) {
   log::RankScope scope(rank_);
   config::logNonDefaults();
   // The process's device backend (MIXCCL_DEVICE_BACKEND), shared by every communicator, unless a
@@ -187,6 +187,10 @@ Result Communicator::init(const UniqueIdData& id) {
     // init-failure field), so the others fail at once naming it instead of waiting for it until
     // their deadline.
     MIXCCL_TRY(Bootstrap::init(id, rank_, nranks_, &abort_, &bootstrap_));
+    // Right after joining, so that a later failure of this init leaves no root waiting either.
+    if (rank_ == 0) {
+      for (const UniqueIdData& spare : spareRoots) bootstrap_->releaseRoot(spare);
+    }
     PeerInfo self;
     self.protocolVersion = kProtocolVersion;
     self.rank = rank_;

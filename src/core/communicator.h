@@ -77,9 +77,10 @@ class Communicator {
   static Result create(const UniqueIdData& id, int nranks, int rank, const CommOptions& options,
                        std::unique_ptr<Communicator>* out);
   // An uninitialised communicator; init() completes it (lets non-blocking init hand out the
-  // handle first and finish in a thread).
+  // handle first and finish in a thread). `spareRoots`: ids whose roots no rank registers with
+  // (ncclCommInitRankScalable's extra ones); rank 0 stops them once it joined (Bootstrap::releaseRoot).
   static std::unique_ptr<Communicator> makeUninitialised(int nranks, int rank, const CommOptions& options);
-  Result init(const UniqueIdData& id);
+  Result init(const UniqueIdData& id, const std::vector<UniqueIdData>& spareRoots = {});
 
   int rank() const { return rank_; }
   int nranks() const { return nranks_; }

@@ -681,6 +681,57 @@ TEST_F(ApiTest, InitRankScalable) {
   for (auto& t : threads) t.join();
 }
 
+// How many bootstrap roots run in this process (threads named mixccl-root).
+int rootThreads() {
+  int n = 0;
+  if (DIR* d = opendir("/proc/self/task")) {
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      std::FILE* f = std::fopen(("/proc/self/task/" + std::string(e->d_name) + "/comm").c_str(), "r");
+      if (f == nullptr) continue;  // the thread ended meanwhile
+      char buf[32] = {};
+      if (std::fgets(buf, sizeof(buf), f) != nullptr && strncmp(buf, "mixccl-root", 11) == 0) ++n;
+      std::fclose(f);
+    }
+    closedir(d);
+  }
+  return n;
+}
+
+// Every rank registers with the first id's root; the roots of the other ids (made by
+// ncclGetUniqueId, as NCCL's scalable init wants one per group of ranks) must not wait for ranks
+// that never come, holding a thread and a port each until MIXCCL_TIMEOUT and then warning that
+// no rank registered: init tells them to stop, so a job that re-initialises leaks nothing.
+TEST_F(ApiTest, InitRankScalableStopsTheRootsItDoesNotUse) {
+  constexpr int kRanks = 3, kIds = 3;
+  const int before = rootThreads();
+  ncclUniqueId ids[kIds];
+  for (ncclUniqueId& id : ids) ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < kRanks; ++r) {
+    threads.emplace_back([&, r] {
+      ncclComm_t comm = nullptr;
+      ASSERT_EQ(ncclCommInitRankScalable(&comm, kRanks, r, kIds, ids, nullptr), ncclSuccess)
+          << ncclGetLastError(nullptr);
+      expectAllReduceWorks(comm);
+      EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+    });
+  }
+  for (auto& t : threads) t.join();
+  // Served: no root of these ids takes another communicator (a waiting one would).
+  ncclComm_t again = nullptr;
+  EXPECT_NE(ncclCommInitRank(&again, 1, ids[kIds - 1], 0), ncclSuccess);
+  EXPECT_EQ(again, nullptr);
+  if (again != nullptr) EXPECT_EQ(ncclCommDestroy(again), ncclSuccess);
+  // And gone, once their threads have ended (well before MIXCCL_TIMEOUT, 60 s here). Roots of
+  // earlier tests counted in `before` may end meanwhile too.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (rootThreads() > before && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_LE(rootThreads(), before);
+}
+
 // A unique id serves one communicator: its root exits once every rank registered. A second
 // communicator made from it finds nothing listening there, and fails within seconds with a
 // message saying to get a new id, instead of retrying the refused root until MIXCCL_TIMEOUT.
