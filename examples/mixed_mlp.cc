@@ -59,7 +59,7 @@ const char* const kUsage =
     "  --warmup W           timed warm-up steps that size the shares (at least; default 3)\n"
     "  --warmup-time T      ... and at least T seconds of them (default 0.2)\n"
     "  --shares a,b,...     fixed samples per rank (one per rank, summing to N) instead of measuring\n"
-    "  --check-every K      compare the ranks' weight hashes every K steps, and at the end (default 10)\n"
+    "  --check-every K      compare the ranks' weight hashes every K steps and at the end (default 10; 0: never)\n"
     "  --baseline-host X --baseline-opencl Y\n"
     "                       samples/s of the all-host and all-OpenCL runs: prints mixed / (X + Y) * 100\n"
     "  --probe-opencl       no training, no launcher: exit 0 if an OpenCL device is usable, 77 if not\n";
