@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <cstring>
@@ -42,18 +43,24 @@ constexpr auto kHelloTimeout = std::chrono::seconds(10);
 constexpr auto kPeerRefusedLimit = std::chrono::milliseconds(2000);
 constexpr size_t kMaxUnidentified = 1024;
 constexpr auto kRootReplyGrace = std::chrono::seconds(1);
+// How long a receive waits before it asks the listener of a peer that never connected to this rank
+// whether that peer is still there (askListener), and how long a peer found gone that way may
+// still deliver what it sent before it left (on its own connection, another TCP stream).
+constexpr auto kAskListenerAfter = std::chrono::seconds(1);
+constexpr auto kLeftGrace = std::chrono::seconds(1);
 // How long peerSilent() must hold before a stalled send fails (see sendFrame).
 constexpr auto kSilentFor = std::chrono::seconds(1);
 // The most time releaseRoot() spends on one spare root (a live one answers within milliseconds).
 constexpr auto kReleaseRootLimit = std::chrono::seconds(5);
 
-// The kind-1 hello `rank` of `nranks` sends to the root of `id` (PROTOCOL.md 4.2).
-void registration(const UniqueIdData& id, int rank, int nranks, const SocketAddress& listenAddr,
-                  uint8_t out[Hello::kBytes]) {
+// The hello `rank` of `nranks` opens a connection with (PROTOCOL.md 4.2): kRegister to the root
+// of `id`, carrying this rank's listen address; kPeer to another rank.
+void encodeHello(const UniqueIdData& id, HelloKind kind, int rank, int nranks, const SocketAddress& listenAddr,
+                 uint8_t out[Hello::kBytes]) {
   Hello h;
   h.commHash = id.commHash;
   memcpy(h.secret, id.secret, 16);
-  h.kind = HelloKind::kRegister;
+  h.kind = kind;
   h.rank = static_cast<uint32_t>(rank);
   h.nranks = static_cast<uint32_t>(nranks);
   h.address = listenAddr;
@@ -101,6 +108,9 @@ struct Bootstrap::Impl {
   std::map<StashKey, std::deque<std::vector<uint8_t>>> stash;
   // Why a peer's incoming connection ended ("" while open or never opened).
   std::vector<std::string> peerGone;
+  // A peer without an incoming connection found gone by askListener(): since when, and how.
+  std::vector<Clock::time_point> leftAt;
+  std::vector<std::string> leftHow;
   uint32_t collSeq = 0;
 
   std::string peerName(int peer) const { return "rank " + std::to_string(peer) + " (" + peers[peer].toString() + ")"; }
@@ -261,6 +271,69 @@ struct Bootstrap::Impl {
     return true;
   }
 
+  // Opens the outgoing connection to `peer` and writes its hello. Our own listener is served
+  // while we wait: the peer may itself be connecting to us, and behind a flood of other
+  // connections its attempt would find our accept queue full (port_noise: three ranks each timed
+  // out on the next one's full queue). A failure there (out of descriptors) shows up again where
+  // this rank next waits to receive. Every rank listens before it registers with the root, so a
+  // peer whose address this rank has and that refuses is gone: fail within seconds instead of at
+  // MIXCCL_TIMEOUT.
+  Result openOut(int peer, Deadline deadline, Clock::time_point start, uint32_t tag) {
+    Result r = connectOut(peer, deadline);
+    if (!ok(r)) {
+      return fail(r, "rank %d: cannot open a bootstrap connection to %s: %s", rank, peerName(peer).c_str(),
+                  lastFailure().c_str());
+    }
+    return sendHello(peer, deadline, start, tag);
+  }
+
+  Result connectOut(int peer, Deadline deadline) {
+    return Socket::connect(
+        peers[peer], deadline, abortFlag, &out[peer], [this] { (void)pump(0, -1); }, kPeerRefusedLimit);
+  }
+
+  Result sendHello(int peer, Deadline deadline, Clock::time_point start, uint32_t tag) {
+    uint8_t hello[Hello::kBytes];
+    encodeHello(id, HelloKind::kPeer, rank, nranks, listenAddr, hello);
+    return writeAll(peer, hello, sizeof(hello), deadline, start, tag);
+  }
+
+  // Writes [p, p + n) on the outgoing connection to `peer`, serving our own incoming side while
+  // the peer's buffer is full (it may be blocked sending to us just the same).
+  Result writeAll(int peer, const void* p, size_t n, Deadline deadline, Clock::time_point start, uint32_t tag) {
+    Clock::time_point silentSince{};
+    size_t done = 0;
+    while (done < n) {
+      const size_t before = done;
+      int err = writeAvailable(out[peer].fd(), p, n, &done);
+      if (err != 0) {
+        out[peer].close();
+        if (isUnreachableError(err)) {
+          return fail(Result::kRemoteError, "rank %d: bootstrap: %s while sending (tag 0x%x)", rank,
+                      unreachableText(peerName(peer), err).c_str(), tag);
+        }
+        return fail(Result::kRemoteError, "rank %d: bootstrap connection to %s failed while sending (tag 0x%x): %s",
+                    rank, peerName(peer).c_str(), tag, strerror(err));
+      }
+      if (done == n) break;
+      // Keepalive does not probe while data is unacknowledged: ask the kernel whether the peer
+      // still answers (socket.h). Once per wait slice, and only after a second of silence, so a
+      // window probe's answer in flight is not taken for a dead link.
+      if (done != before || !peerSilent(out[peer].fd())) {
+        silentSince = Clock::time_point{};
+      } else if (silentSince == Clock::time_point{}) {
+        silentSince = Clock::now();
+      } else if (Clock::now() - silentSince >= kSilentFor) {
+        out[peer].close();
+        return fail(Result::kRemoteError, "rank %d: bootstrap: %s while sending (tag 0x%x)", rank,
+                    unreachableText(peerName(peer), ETIMEDOUT).c_str(), tag);
+      }
+      MIXCCL_TRY(checkWait(deadline, start, "sending to", peer, tag));
+      MIXCCL_TRY(pump(sliceMs(deadline), out[peer].fd()));
+    }
+    return Result::kSuccess;
+  }
+
   Result sendFrame(int peer, Channel channel, uint32_t tag, const void* data, size_t bytes) {
     if (peer < 0 || peer >= nranks) {
       return fail(Result::kInvalidArgument, "rank %d: bootstrap send to rank %d, but nranks is %d", rank, peer, nranks);
@@ -276,76 +349,15 @@ struct Bootstrap::Impl {
     }
     const auto start = Clock::now();
     const Deadline deadline = defaultDeadline();
-    // Prefix = [hello if the connection is new] + frame header; then the payload.
-    std::vector<uint8_t> prefix;
-    if (!out[peer].valid()) {
-      // Our own listener is served while we wait: the peer may itself be connecting to us, and
-      // behind a flood of other connections its attempt would find our accept queue full
-      // (port_noise: three ranks each timed out on the next one's full queue). A failure there
-      // (out of descriptors) shows up again where this rank next waits to receive.
-      // Every rank listens before it registers with the root, so a peer whose address this rank
-      // has and that refuses is gone: fail within seconds instead of at MIXCCL_TIMEOUT.
-      Result r = Socket::connect(
-          peers[peer], deadline, abortFlag, &out[peer], [this] { (void)pump(0, -1); }, kPeerRefusedLimit);
-      if (!ok(r)) {
-        return fail(r, "rank %d: cannot open a bootstrap connection to %s: %s", rank, peerName(peer).c_str(),
-                    lastError().c_str());
-      }
-      Hello h;
-      h.commHash = id.commHash;
-      memcpy(h.secret, id.secret, 16);
-      h.kind = HelloKind::kPeer;
-      h.rank = static_cast<uint32_t>(rank);
-      h.nranks = static_cast<uint32_t>(nranks);
-      prefix.resize(Hello::kBytes);
-      h.encode(prefix.data());
-    }
+    if (!out[peer].valid()) MIXCCL_TRY(openOut(peer, deadline, start, tag));
     FrameHeader f;
     f.channel = channel;
     f.tag = tag;
     f.length = bytes;
-    size_t at = prefix.size();
-    prefix.resize(at + FrameHeader::kBytes);
-    f.encode(prefix.data() + at);
-
-    const struct {
-      const void* p;
-      size_t n;
-    } parts[2] = {{prefix.data(), prefix.size()}, {data, bytes}};
-    Clock::time_point silentSince{};
-    for (const auto& part : parts) {
-      size_t done = 0;
-      for (;;) {
-        const size_t before = done;
-        int err = writeAvailable(out[peer].fd(), part.p, part.n, &done);
-        if (err != 0) {
-          out[peer].close();
-          if (isUnreachableError(err)) {
-            return fail(Result::kRemoteError, "rank %d: bootstrap: %s while sending (tag 0x%x)", rank,
-                        unreachableText(peerName(peer), err).c_str(), tag);
-          }
-          return fail(Result::kRemoteError, "rank %d: bootstrap connection to %s failed while sending (tag 0x%x): %s",
-                      rank, peerName(peer).c_str(), tag, strerror(err));
-        }
-        if (done == part.n) break;
-        // Keepalive does not probe while data is unacknowledged: ask the kernel whether the peer
-        // still answers (socket.h). Once per wait slice, and only after a second of silence, so a
-        // window probe's answer in flight is not taken for a dead link.
-        if (done != before || !peerSilent(out[peer].fd())) {
-          silentSince = Clock::time_point{};
-        } else if (silentSince == Clock::time_point{}) {
-          silentSince = Clock::now();
-        } else if (Clock::now() - silentSince >= kSilentFor) {
-          out[peer].close();
-          return fail(Result::kRemoteError, "rank %d: bootstrap: %s while sending (tag 0x%x)", rank,
-                      unreachableText(peerName(peer), ETIMEDOUT).c_str(), tag);
-        }
-        MIXCCL_TRY(checkWait(deadline, start, "sending to", peer, tag));
-        // The peer's buffer is full: drain our own incoming side meanwhile (the peer may be
-        // blocked sending to us just the same).
-        MIXCCL_TRY(pump(sliceMs(deadline), out[peer].fd()));
-      }
-    }
+    uint8_t header[FrameHeader::kBytes];
+    f.encode(header);
+    MIXCCL_TRY(writeAll(peer, header, sizeof(header), deadline, start, tag));
+    MIXCCL_TRY(writeAll(peer, data, bytes, deadline, start, tag));
     return Result::kSuccess;
   }
 
@@ -383,9 +395,58 @@ struct Bootstrap::Impl {
                       unreachable ? "the link or that host failed" : "it probably exited or aborted");
         }
       }
+      if (!hasIncoming(peer) && Clock::now() - start >= kAskListenerAfter) {
+        MIXCCL_TRY(askListener(peer, deadline, start, tag));
+        if (leftAt[peer] != Clock::time_point{} && Clock::now() - leftAt[peer] >= kLeftGrace) {
+          return fail(Result::kRemoteError,
+                      "rank %d: %s %s before sending the message this rank waits for (tag 0x%x); it probably exited "
+                      "or aborted",
+                      rank, peerName(peer).c_str(), leftHow[peer].c_str(), tag);
+        }
+      }
       MIXCCL_TRY(checkWait(deadline, start, "waiting for a message from", peer, tag));
       MIXCCL_TRY(pump(sliceMs(deadline), -1));
     }
+  }
+
+  bool hasIncoming(int peer) const {
+    for (const auto& c : in) {
+      if (c->peer == peer) return true;
+    }
+    return false;
+  }
+
+  // A peer that never opened a connection to this rank (init's ring connects each rank only to the
+  // next) shows no closed connection when it leaves: a rank that failed a collective and aborted
+  // left the others' finalize barrier waiting in the rounds that receive from it until
+  // MIXCCL_TIMEOUT. So a long wait asks the peer's listener: this rank's outgoing connection to
+  // it (opened here if it never sent to that peer; a live peer accepts it as it would a send) is
+  // refused, or later found closed, once the peer's bootstrap is gone. The peer never writes on
+  // that connection, so anything readable there is its end closing. Records leftAt/leftHow; the
+  // caller gives what the peer sent before it left kLeftGrace to arrive on its own stream.
+  Result askListener(int peer, Deadline deadline, Clock::time_point start, uint32_t tag) {
+    if (leftAt[peer] != Clock::time_point{}) return Result::kSuccess;
+    if (!out[peer].valid()) {
+      Result r;
+      {
+        QuietFailures quiet;  // a refusal is this function's answer, not a failure to report
+        r = connectOut(peer, deadline);
+      }
+      if (r == Result::kSuccess) return sendHello(peer, deadline, start, tag);
+      if (aborted(abortFlag) || Clock::now() >= deadline) {
+        return checkWait(deadline, start, "waiting for a message from", peer, tag);
+      }
+      leftHow[peer] = "is gone (" + lastQuietError() + ")";
+      leftAt[peer] = Clock::now();
+      return Result::kSuccess;
+    }
+    char byte = 0;
+    const ssize_t n = ::recv(out[peer].fd(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))) return Result::kSuccess;
+    leftHow[peer] = n == 0 ? "closed this rank's bootstrap connection"
+                           : std::string("reset this rank's bootstrap connection (") + strerror(errno) + ")";
+    leftAt[peer] = Clock::now();
+    return Result::kSuccess;
   }
 };
 
@@ -441,7 +502,7 @@ Result Bootstrap::init(const UniqueIdData& id, int rank, int nranks, const std::
                            "(NCCL_SOCKET_IFNAME)?");
   }
   uint8_t hello[Hello::kBytes];
-  registration(id, rank, nranks, im.listenAddr, hello);
+  encodeHello(id, HelloKind::kRegister, rank, nranks, im.listenAddr, hello);
   MIXCCL_TRY(root.sendAll(hello, sizeof(hello), deadline, abortFlag, rootName.c_str()));
   // The root gives up at its own deadline, which usually falls before ours, and then says which
   // ranks are missing. Waiting a little past our deadline lets that explanation arrive.
@@ -483,6 +544,8 @@ Result Bootstrap::init(const UniqueIdData& id, int rank, int nranks, const std::
   }
   im.out.resize(nranks);
   im.peerGone.resize(nranks);
+  im.leftAt.resize(nranks);
+  im.leftHow.resize(nranks);
   MIXCCL_INFO(log::kBootstrap, "rank %d of %d: bootstrap up in %.3f s, listening on %s", rank, nranks,
               secondsSince(start), im.listenAddr.toString().c_str());
   *out = std::move(b);
@@ -497,7 +560,7 @@ void Bootstrap::releaseRoot(const UniqueIdData& spare) {
   const Deadline deadline = std::min(defaultDeadline(), Clock::now() + kReleaseRootLimit);
   const std::string rootName = "the unused bootstrap root at " + spare.root.toString();
   uint8_t hello[Hello::kBytes];
-  registration(spare, 0, 1, impl_->listenAddr, hello);
+  encodeHello(spare, HelloKind::kRegister, 0, 1, impl_->listenAddr, hello);
   uint8_t head[ReplyHeader::kBytes];
   Socket root;
   Result r = Socket::connect(spare.root, deadline, impl_->abortFlag, &root, {}, kPeerRefusedLimit);

@@ -10,6 +10,7 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -346,6 +347,70 @@ TEST(Bootstrap, RefusedPeerIsGoneWithinSeconds) {
   EXPECT_LT(secondsSince(start), 10.0);
   EXPECT_NE(lastError().find("refused"), std::string::npos) << lastError();
   EXPECT_NE(lastError().find("rank 2"), std::string::npos) << lastError();
+}
+
+// A rank that left before it ever connected to this one (init's ring connects each rank only to
+// the next): no closed connection tells, so the receiver asks the peer's listener itself. Found
+// as a 60 s finalize under TSan: a rank failed a mismatched broadcast and aborted, and the
+// others' barrier waited in the rounds that receive from it until MIXCCL_TIMEOUT.
+TEST(Bootstrap, RecvFromAPeerThatLeftBeforeConnectingFailsWithinSeconds) {
+  EnvGuard g("MIXCCL_TIMEOUT", "30");
+  UniqueIdData id;
+  ASSERT_EQ(createUniqueId(&id), Result::kSuccess);
+  std::unique_ptr<Bootstrap> b[3];
+  runRanks(3, [&](int rank) { ASSERT_EQ(Bootstrap::init(id, rank, 3, nullptr, &b[rank]), Result::kSuccess); });
+  b[2].reset();  // rank 2 "exits"; it never connected to rank 1
+  int v = 0;
+  const auto start = Clock::now();
+  EXPECT_EQ(b[1]->recv(2, 1, &v, sizeof(v)), Result::kRemoteError);
+  EXPECT_LT(secondsSince(start), 10.0);
+  EXPECT_NE(lastError().find("rank 2"), std::string::npos) << lastError();
+}
+
+// The same peer, alive when the receiver connects to it (the connection waits in its listener's
+// queue) and leaving during the wait: the receiver sees that connection end.
+TEST(Bootstrap, RecvFromAPeerThatLeavesDuringTheWaitFailsWithinSeconds) {
+  EnvGuard g("MIXCCL_TIMEOUT", "30");
+  UniqueIdData id;
+  ASSERT_EQ(createUniqueId(&id), Result::kSuccess);
+  std::unique_ptr<Bootstrap> b[3];
+  runRanks(3, [&](int rank) { ASSERT_EQ(Bootstrap::init(id, rank, 3, nullptr, &b[rank]), Result::kSuccess); });
+  std::atomic<bool> received{false};
+  Result r = Result::kSuccess;
+  double waited = 0;
+  std::thread receiver([&] {
+    int v = 0;
+    const auto start = Clock::now();
+    r = b[1]->recv(2, 1, &v, sizeof(v));
+    waited = secondsSince(start);
+    received = true;
+  });
+  // Rank 2 leaves once the receiver has (most likely) connected to it: its wait looks after a
+  // second. Either way the receiver must fail within seconds; this order takes the closing path.
+  std::this_thread::sleep_for(milliseconds(2500));
+  b[2].reset();
+  receiver.join();
+  EXPECT_TRUE(received);
+  EXPECT_EQ(r, Result::kRemoteError);
+  EXPECT_LT(waited, 10.0);
+}
+
+// Every rank but one reaches a barrier; the one that left never connected to some of them.
+TEST(Bootstrap, BarrierWithARankThatLeftFailsEverywhereWithinSeconds) {
+  EnvGuard g("MIXCCL_TIMEOUT", "30");
+  constexpr int kRanks = 4;
+  UniqueIdData id;
+  ASSERT_EQ(createUniqueId(&id), Result::kSuccess);
+  std::unique_ptr<Bootstrap> b[kRanks];
+  runRanks(kRanks,
+           [&](int rank) { ASSERT_EQ(Bootstrap::init(id, rank, kRanks, nullptr, &b[rank]), Result::kSuccess); });
+  b[2].reset();
+  runRanks(kRanks, [&](int rank) {
+    if (rank == 2) return;
+    const auto start = Clock::now();
+    EXPECT_EQ(b[rank]->barrier(), Result::kRemoteError) << "rank " << rank;
+    EXPECT_LT(secondsSince(start), 10.0) << "rank " << rank << ": " << lastError();
+  });
 }
 
 TEST(Bootstrap, RecvTimeoutNamesThePeer) {
