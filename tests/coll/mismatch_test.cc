@@ -382,6 +382,26 @@ TEST_P(MismatchTest, SendWithoutAReceiveThenFinalize) {
       "rank 0 sent a message (Send seq 1", /*successAllowed=*/true);
 }
 
+// One rank fails before finalize (here: at once; in CrossedBroadcastRootsThenFinalize, a follower
+// that spots the other root's message after a long stall) and aborts; the others' finalize must
+// fail within seconds, though some of them never had a connection from it to see close (their
+// barrier rounds receive from it: src/core/bootstrap.cc, askListener).
+TEST_P(MismatchTest, FinalizeBesideARankThatAbortedFailsWithinSeconds) {
+  const int n = GetParam().nranks;
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<Outcome> out = runMismatch(n, [&](int rank, ncclComm_t comm) {
+    float x = 1.0f;
+    ncclResult_t r = ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, nullptr);
+    if (r != ncclSuccess) return r;
+    if (rank == n / 2) return ncclInternalError;  // stands for a call that failed on this rank
+    return ncclCommFinalize(comm);
+  });
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  for (int r = 0; r < n; ++r) {
+    if (r != n / 2) EXPECT_EQ(out[r].result, ncclRemoteError) << "rank " << r << ": " << out[r].message;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, MismatchTest,
                          ::testing::Values(Param{"shm", 2}, Param{"shm", 3}, Param{"shm", 4}, Param{"tcp", 2},
                                            Param{"tcp", 4}),
