@@ -10,10 +10,9 @@
 //    ncclGetLastError. Like NCCL's, the last message stays until a later failure replaces it,
 //    so it is read after the failing call returns.
 
-#include <exception>
-#include <new>
-#include <system_error>
+#include <utility>
 
+#include "common/no_throw.h"
 #include "common/per_thread.h"
 #include "common/result.h"
 #include "nccl.h"
@@ -41,17 +40,7 @@ ncclResult_t apiGuard(const char* name, Body&& body) noexcept {
       if (--tApiDepth == 0) unpinCallComms();
     }
   } depth;
-  try {
-    return toNccl(body());
-  } catch (const std::bad_alloc&) {
-    return toNccl(fail(Result::kSystemError, "%s: out of host memory", name));
-  } catch (const std::system_error& e) {
-    return toNccl(fail(Result::kSystemError, "%s: system error: %s", name, e.what()));
-  } catch (const std::exception& e) {
-    return toNccl(fail(Result::kInternalError, "%s: unexpected exception: %s", name, e.what()));
-  } catch (...) {
-    return toNccl(fail(Result::kInternalError, "%s: unexpected exception", name));
-  }
+  return toNccl(noThrow(name, std::forward<Body>(body)));
 }
 
 }  // namespace mixccl::api

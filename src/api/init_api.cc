@@ -8,6 +8,7 @@
 #include <climits>
 #include <cstring>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -112,10 +113,20 @@ Result startInit(const char* fn, std::unique_ptr<Communicator> comm, const Uniqu
     *out = handle;
     return Result::kSuccess;
   }
-  c->initThread() = std::thread([c, id, spareRoots = std::move(spareRoots)] {
-    pthread_setname_np(pthread_self(), "mixccl-init");  // docs/DEBUGGING.md lists the threads
-    (void)c->init(id, spareRoots);
-  });
+  try {
+    c->initThread() = std::thread([c, id, spareRoots = std::move(spareRoots)] {
+      pthread_setname_np(pthread_self(), "mixccl-init");  // docs/DEBUGGING.md lists the threads
+      (void)c->init(id, spareRoots);
+    });
+  } catch (const std::system_error& e) {
+    // Out of threads: no handle may stay behind in the initialising state, which nothing ends.
+    mixccl::api::releaseComm(handle);
+    *out = nullptr;
+    return fail(Result::kSystemError,
+                "%s: cannot start the init thread: %s; free threads (ulimit -u, the container's "
+                "pids limit)",
+                fn, e.what());
+  }
   *out = handle;
   if (grouped) mixccl::group::addPendingInit(c);
   return blocking ? Result::kSuccess : Result::kInProgress;
@@ -213,16 +224,34 @@ MIXCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int
     UniqueIdData id;
     MIXCCL_TRY(mixccl::createUniqueId(&id, /*honourCommIdEnv=*/false));
     std::vector<std::unique_ptr<Communicator>> made(ndev);
+    for (int r = 0; r < ndev; ++r) made[r] = Communicator::makeUninitialised(ndev, r, CommOptions{});
     std::vector<Result> results(ndev, Result::kSuccess);
     std::vector<std::string> messages(ndev);  // each rank's thread has its own last error
     std::vector<std::thread> threads;
-    for (int r = 0; r < ndev; ++r) {
-      threads.emplace_back([&, r] {
-        results[r] = Communicator::create(id, ndev, r, CommOptions{}, &made[r]);
-        if (results[r] != Result::kSuccess) messages[r] = mixccl::lastError();
-      });
+    threads.reserve(ndev);
+    // A thread limit (a container's pids.max) may refuse a rank its thread: the ranks already
+    // started would wait for it until MIXCCL_TIMEOUT, and leaving their threads joinable would
+    // end the process (std::terminate). They are aborted and joined, and the call fails.
+    std::string refused;
+    for (int r = 0; r < ndev && refused.empty(); ++r) {
+      try {
+        threads.emplace_back([&, r] {
+          results[r] = made[r]->init(id);
+          if (results[r] != Result::kSuccess) messages[r] = mixccl::lastError();
+        });
+      } catch (const std::system_error& e) {
+        refused = "cannot start the thread of rank " + std::to_string(r) + ": " + e.what();
+        for (int i = 0; i < r; ++i) made[i]->abort();
+      }
     }
     for (auto& t : threads) t.join();
+    if (!refused.empty()) {
+      for (int i = 0; i < ndev; ++i) comms[i] = nullptr;
+      return fail(Result::kSystemError,
+                  "%s: %s; free threads (ulimit -u, the container's pids limit) or use fewer "
+                  "ranks",
+                  fn, refused.c_str());
+    }
     for (int r = 0; r < ndev; ++r) {
       if (results[r] != Result::kSuccess) {
         for (int i = 0; i < ndev; ++i) comms[i] = nullptr;

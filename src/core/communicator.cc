@@ -13,6 +13,7 @@
 #include "common/config.h"
 #include "common/limits.h"
 #include "common/log.h"
+#include "common/no_throw.h"
 #include "common/pid_space.h"
 #include "common/version.h"
 #include "src/core/engine.h"
@@ -181,7 +182,8 @@ Result Communicator::init(const UniqueIdData& id, const std::vector<UniqueIdData
   raiseFileLimit();  // a socket or shm file per peer outgrows a soft limit of 1024 (limits.h)
   // Its message, before anything else can record another.
   const std::string backendError = backendResult != Result::kSuccess ? lastError() : std::string();
-  Result r = [&]() -> Result {
+  // noThrow: init runs on threads of its own too (non-blocking init, ncclCommInitAll, groups).
+  Result r = noThrow("communicator init", [&]() -> Result {
     commHash_ = id.commHash;
     // Joined even when this rank cannot take part: its peer-info record then says why (the
     // init-failure field), so the others fail at once naming it instead of waiting for it until
@@ -257,7 +259,7 @@ Result Communicator::init(const UniqueIdData& id, const std::vector<UniqueIdData
     sendConns_.resize(static_cast<size_t>(nranks_) * kNumLanes);
     recvConns_.resize(static_cast<size_t>(nranks_) * kNumLanes);
     return Result::kSuccess;
-  }();
+  });
   if (r != Result::kSuccess) {
     state_.store(CommState::kFailed, std::memory_order_release);
     setAsyncError(r);

@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "common/log.h"
+#include "common/no_throw.h"
 #include "common/per_thread.h"
 #include "src/core/communicator.h"
 #include "src/core/engine.h"
@@ -35,7 +36,7 @@ struct Task {
   void start() {
     try {
       thread = std::thread([body = std::move(body), slot = result.get(), c = comm] {
-        *slot = body();
+        *slot = noThrow("grouped call", body);  // on a thread of its own: nothing may escape it
         c->leaveCall();
       });
     } catch (const std::system_error& e) {
