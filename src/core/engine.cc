@@ -137,7 +137,7 @@ Result Engine::failure(const char* fn) {
   return fail(failed_, "%s: queued work of rank %d failed earlier: %s", fn, comm_->rank(), failedMessage_.c_str());
 }
 
-Result Engine::enqueue(std::vector<std::unique_ptr<Op>> ops) {
+Result Engine::enqueue(std::vector<std::unique_ptr<Op>> ops, const char* fn) {
   DeviceBackend* dev = comm_->backend();
   auto batch = std::make_unique<Batch>();
   // One start fence and one gate per distinct stream, in the order the streams first appear.
@@ -163,9 +163,10 @@ Result Engine::enqueue(std::vector<std::unique_ptr<Op>> ops) {
       lk.unlock();
       releaseHolds(batch->holds);
       if (stopped) {
-        return fail(Result::kInvalidUsage, "rank %d: the communicator is being destroyed or aborted", comm_->rank());
+        return fail(Result::kInvalidUsage, "%s: rank %d: the communicator is being destroyed or aborted", fn,
+                    comm_->rank());
       }
-      return failure("enqueue");
+      return failure(fn);
     }
     // The thread first, then the batch: a thread that cannot be created (or a queue that cannot
     // grow) must not leave a batch queued with its start fence and gate held, which no one
@@ -186,9 +187,9 @@ Result Engine::enqueue(std::vector<std::unique_ptr<Op>> ops) {
       lk.unlock();
       releaseHolds(batch->holds);
       return fail(Result::kSystemError,
-                  "rank %d: could not queue the operation (%s): its progress thread could not be started or the "
+                  "%s: rank %d: could not queue the operation (%s): its progress thread could not be started or the "
                   "queue could not grow; free memory or threads and create a new communicator",
-                  comm_->rank(), e.what());
+                  fn, comm_->rank(), e.what());
     }
     ++nextTicket_;
   }

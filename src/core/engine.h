@@ -65,8 +65,9 @@ class Engine {
   // caller waited for room (waitForRoom) before it took the sequence numbers, and only the
   // holder of the caller slot enqueues, so the room is still there. On failure nothing is queued
   // and every gate taken is released again. A group that also holds NULL-stream operations
-  // waits for them with waitIdle() once all of its batches are queued (group.cc).
-  Result enqueue(std::vector<std::unique_ptr<Op>> ops);
+  // waits for them with waitIdle() once all of its batches are queued (group.cc). `fn`: the API
+  // call that queues them, for messages.
+  Result enqueue(std::vector<std::unique_ptr<Op>> ops, const char* fn);
 
   // Waits until fewer than MIXCCL_QUEUE_DEPTH batches (default 64) wait behind the one the
   // progress thread runs, as a full launch queue blocks a CUDA host thread; a stopping or failed

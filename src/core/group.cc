@@ -3,6 +3,7 @@
 #include "src/core/group.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <string>
@@ -321,6 +322,9 @@ Result runOps(std::vector<std::unique_ptr<Op>>& ops, bool callHolds) {
   // all of its operations of this group go into one batch, so grouped sends and receives still
   // progress together; NULL-stream ones among them complete before the call returns.
   ThreadGroup& scratch = threadGroup();
+  // The call that waits, for messages: the group's end, or the single operation's own call.
+  char fn[32] = "ncclGroupEnd";
+  if (callHolds && ops.size() == 1) snprintf(fn, sizeof(fn), "nccl%s", collName(ops.front()->kind));
   auto& comms = scratch.comms;
   comms.clear();
   for (auto& op : ops) {
@@ -349,7 +353,7 @@ Result runOps(std::vector<std::unique_ptr<Op>>& ops, bool callHolds) {
     // A group's communicators were checked at its calls, but not since: one destroyed or aborted
     // meanwhile (the group's reference kept its memory) fails the group, before anything of any
     // communicator changes, sequence numbers included (one failed call abandons the group).
-    for (auto& c : comms) MIXCCL_TRY(checkOpen("ncclGroupEnd", c.first, "none of the group's operations ran"));
+    for (auto& c : comms) MIXCCL_TRY(checkOpen(fn, c.first, "none of the group's operations ran"));
     for (auto& c : comms) MIXCCL_TRY(slots.claim(c.first));
   }
   // The operations that run here go back to this thread's spares (recycle) before the pins go:
@@ -358,7 +362,7 @@ Result runOps(std::vector<std::unique_ptr<Op>>& ops, bool callHolds) {
   RecycleOps recycleOps{ops, scratch.spares};
   // Room in every queue first: once sequence numbers are taken, the operations must go out.
   for (auto& [comm, isAsync] : comms) {
-    if (isAsync) MIXCCL_TRY(comm->engine()->waitForRoom("ncclGroupEnd"));
+    if (isAsync) MIXCCL_TRY(comm->engine()->waitForRoom(fn));
   }
   for (auto& op : ops) issue(*op);
   Result r = Result::kSuccess;
@@ -376,7 +380,7 @@ Result runOps(std::vector<std::unique_ptr<Op>>& ops, bool callHolds) {
       waitDone = waitDone || op->stream == nullptr;
       batch.push_back(std::move(op));
     }
-    Result q = comm->engine()->enqueue(std::move(batch));
+    Result q = comm->engine()->enqueue(std::move(batch), fn);
     // Sequence numbers are taken: a batch that never went out leaves this rank out of step.
     if (q != Result::kSuccess) comm->setAsyncError(q);
     if (q == Result::kSuccess && waitDone) awaited.push_back(comm);
@@ -386,7 +390,7 @@ Result runOps(std::vector<std::unique_ptr<Op>>& ops, bool callHolds) {
   if (r == Result::kSuccess) r = done;
   // Also after a failure above: the batch reads and writes the caller's NULL-stream buffers.
   for (Communicator* comm : awaited) {
-    Result w = comm->engine()->waitIdle("ncclGroupEnd");
+    Result w = comm->engine()->waitIdle(fn);
     if (r == Result::kSuccess) r = w;
   }
   return r;

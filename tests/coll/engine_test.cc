@@ -431,13 +431,17 @@ TEST(EngineTest, AbortEndsACallWaitingForRoom) {
     s->enqueue([&] { EXPECT_TRUE(producer.wait()); });
     std::atomic<int> returned{0};
     ncclResult_t last = ncclSuccess;
+    std::string message;
     ncclComm_t comm = ranks.comm(r);
     Engine* engine = comm->impl->engine();  // created here, before the calls (it is made on first use)
     std::thread caller([&] {
       for (auto& b : bufs) {
         last = ncclAllReduce(b.data(), b.data(), b.size(), ncclFloat32, ncclSum, comm, s);
         ++returned;
-        if (last != ncclSuccess) return;
+        if (last != ncclSuccess) {
+          message = ncclGetLastError(nullptr);
+          return;
+        }
       }
     });
     // One batch runs (its start never comes), one waits in the queue, the third call waits for room.
@@ -450,6 +454,8 @@ TEST(EngineTest, AbortEndsACallWaitingForRoom) {
     const auto took = Clock::now() - t0;
     EXPECT_LT(took, std::chrono::seconds(1)) << "abort and the waiting call took " << ms(took) << " ms";
     EXPECT_EQ(last, ncclRemoteError) << "the call waiting for room did not fail with the abort";
+    // The call that waited names itself (it said ncclGroupEnd outside any group).
+    EXPECT_EQ(message.rfind("ncclAllReduce: ", 0), 0u) << "[" << message << "]";
     producer.open();
     EXPECT_TRUE(s->sync(std::chrono::seconds(10)));
     EXPECT_EQ(be.gatesHeld(), be.gatesReleased());
