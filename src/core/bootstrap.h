@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "common/result.h"
@@ -51,6 +52,14 @@ struct UniqueIdData {
 // the same id by itself. Internal callers that need a fresh root whatever the environment says
 // (communicator split/shrink, ncclCommInitAll) pass honourCommIdEnv = false.
 Result createUniqueId(UniqueIdData* id, bool honourCommIdEnv = true);
+
+// Makes the root of `id`, if it runs in this process and still waits for registrations, give up
+// now: every rank registered there, and any queued on its listener, receives an error reply
+// (status remote error) carrying `why`; ranks that come later find it gone. For the maker of an id
+// that learns first that some rank will never register (comm_split.cc: a shrink whose id cannot
+// reach a survivor), so the others fail within moments instead of at MIXCCL_TIMEOUT. Any thread;
+// a no-op for a root that already finished or runs elsewhere.
+void cancelRoot(const UniqueIdData& id, const std::string& why);
 
 class Bootstrap {
  public:

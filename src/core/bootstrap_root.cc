@@ -27,7 +27,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -106,6 +108,26 @@ class ReserveFd {
   int fd_;
 };
 
+// The roots this process runs, by commHash, while they wait for registrations: the process that
+// made an id (a split's or shrink's child rank 0) may learn before its root can that the job will
+// never be complete, and cancelRoot() then tells the ranks waiting there at once. Leaked on
+// purpose: detached root threads may outlive static destruction.
+struct CancelState {
+  std::mutex mutex;
+  bool requested = false;
+  std::string why;
+};
+
+struct RootRegistry {
+  std::mutex mutex;
+  std::map<uint64_t, std::shared_ptr<CancelState>> roots;
+};
+
+RootRegistry& rootRegistry() {
+  static RootRegistry* registry = new RootRegistry();
+  return *registry;
+}
+
 struct RootConn {
   Socket sock;
   SocketAddress from;
@@ -117,8 +139,21 @@ struct RootConn {
 class Root {
  public:
   Root(Socket listener, SocketAddress addr, uint64_t commHash, const uint8_t secret[16])
-      : listener_(std::move(listener)), addr_(addr), commHash_(commHash), deadline_(defaultDeadline()) {
+      : listener_(std::move(listener)),
+        addr_(addr),
+        commHash_(commHash),
+        deadline_(defaultDeadline()),
+        cancel_(std::make_shared<CancelState>()) {
     memcpy(secret_, secret, 16);
+    RootRegistry& registry = rootRegistry();
+    std::lock_guard<std::mutex> lock(registry.mutex);
+    registry.roots[commHash_] = cancel_;
+  }
+  ~Root() {
+    RootRegistry& registry = rootRegistry();
+    std::lock_guard<std::mutex> lock(registry.mutex);
+    auto it = registry.roots.find(commHash_);
+    if (it != registry.roots.end() && it->second == cancel_) registry.roots.erase(it);
   }
 
   void run() {
@@ -140,9 +175,24 @@ class Root {
         giveUp(std::chrono::duration<double>(Clock::now() - start).count());
         return;
       }
+      if (std::string why; cancelled(&why)) {
+        MIXCCL_WARN("bootstrap root %s: cancelled by the process that made its id: %s", addr_.toString().c_str(),
+                    why.c_str());
+        for (auto& c : registered_) {
+          if (c) sendError(c.get(), Result::kRemoteError, why.c_str());
+        }
+        answerQueued(why.c_str());
+        return;
+      }
       pollOnce();
     }
     distribute();
+  }
+
+  bool cancelled(std::string* why) {
+    std::lock_guard<std::mutex> lock(cancel_->mutex);
+    if (cancel_->requested) *why = cancel_->why;
+    return cancel_->requested;
   }
 
   void pollOnce() {
@@ -448,7 +498,8 @@ class Root {
   uint64_t commHash_;
   uint8_t secret_[16];
   Deadline deadline_;
-  uint32_t nranks_ = 0;  // 0 until the first valid registration fixes it
+  std::shared_ptr<CancelState> cancel_;  // shared with rootRegistry() while this root runs
+  uint32_t nranks_ = 0;                  // 0 until the first valid registration fixes it
   uint32_t registeredCount_ = 0;
   std::vector<std::unique_ptr<RootConn>> pending_;
   std::vector<std::unique_ptr<RootConn>> registered_;
@@ -486,6 +537,16 @@ Result startRoot(SocketAddress* addr, uint64_t commHash, const uint8_t secret[16
 }  // namespace bootstrap
 
 using namespace bootstrap;
+
+void cancelRoot(const UniqueIdData& id, const std::string& why) {
+  RootRegistry& registry = rootRegistry();
+  std::lock_guard<std::mutex> lock(registry.mutex);
+  auto it = registry.roots.find(id.commHash);
+  if (it == registry.roots.end()) return;  // served its job, gave up, or runs elsewhere
+  std::lock_guard<std::mutex> cancelLock(it->second->mutex);
+  it->second->requested = true;
+  it->second->why = why.substr(0, kMaxReplyMessage);
+}
 
 void UniqueIdData::encode(uint8_t out[kBytes]) const {
   WireWriter w(out, kBytes);

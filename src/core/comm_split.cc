@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "common/log.h"
@@ -14,6 +15,19 @@ namespace {
 
 // Bootstrap tag of the message that carries a shrunk child's unique id.
 constexpr uint32_t kShrinkTag = 0x53480000u;
+
+// `r` as it is; a failure of the rank that made the child's id (its rank 0, whose process runs the
+// child's root) also cancels that root. The other members may hold the id already and wait at
+// the root for every member, this rank included, which will not come: a shrink whose id could not
+// reach one survivor (it aborted) left those it did reach waiting until MIXCCL_TIMEOUT. Told by
+// the root, they fail at once, with this rank's reason. A no-op once the root has served the child.
+Result cancelChildOnFailure(Result r, const char* fn, int parentRank, const UniqueIdData& id) {
+  if (r == Result::kSuccess) return r;
+  const std::string why = std::string(fn) + ": parent rank " + std::to_string(parentRank) +
+                          ", which made the new communicator's id, failed: " + lastError();
+  cancelRoot(id, why);
+  return r;
+}
 
 }  // namespace
 
@@ -44,17 +58,19 @@ Result splitCommunicator(Communicator* parent, int color, int key, const CommOpt
   }
   // Round 2: each child's rank 0 publishes a fresh unique id.
   std::vector<uint8_t> ids(UniqueIdData::kBytes * static_cast<size_t>(n));
+  UniqueIdData made;
   if (newRank == 0) {
-    UniqueIdData id;
-    MIXCCL_TRY(createUniqueId(&id, /*honourCommIdEnv=*/false));
-    id.encode(ids.data() + UniqueIdData::kBytes * me);
+    MIXCCL_TRY(createUniqueId(&made, /*honourCommIdEnv=*/false));
+    made.encode(ids.data() + UniqueIdData::kBytes * me);
   }
-  MIXCCL_TRY(parent->bootstrap()->allGather(ids.data(), UniqueIdData::kBytes));
+  Result gathered = parent->bootstrap()->allGather(ids.data(), UniqueIdData::kBytes);
+  MIXCCL_TRY(newRank == 0 ? cancelChildOnFailure(gathered, "ncclCommSplit", me, made) : gathered);
   if (color < 0) return Result::kSuccess;
   UniqueIdData id;
   MIXCCL_TRY(UniqueIdData::decode(ids.data() + UniqueIdData::kBytes * members[0].second, &id));
   MIXCCL_INFO(log::kInit, "split: color %d key %d -> rank %d of %zu", color, key, newRank, members.size());
-  return Communicator::create(id, static_cast<int>(members.size()), newRank, options, out);
+  const Result r = Communicator::create(id, static_cast<int>(members.size()), newRank, options, out);
+  return newRank == 0 ? cancelChildOnFailure(r, "ncclCommSplit", me, id) : r;
 }
 
 Result shrinkCommunicator(Communicator* parent, const int* exclude, int excludeCount, const CommOptions& options,
@@ -82,14 +98,16 @@ Result shrinkCommunicator(Communicator* parent, const int* exclude, int excludeC
     MIXCCL_TRY(createUniqueId(&id, /*honourCommIdEnv=*/false));
     id.encode(wire);
     for (size_t i = 1; i < survivors.size(); ++i) {
-      MIXCCL_TRY(parent->bootstrap()->send(survivors[i], tag, wire, sizeof(wire)));
+      MIXCCL_TRY(cancelChildOnFailure(parent->bootstrap()->send(survivors[i], tag, wire, sizeof(wire)),
+                                      "ncclCommShrink", me, id));
     }
   } else {
     MIXCCL_TRY(parent->bootstrap()->recv(survivors[0], tag, wire, sizeof(wire)));
     MIXCCL_TRY(UniqueIdData::decode(wire, &id));
   }
   MIXCCL_INFO(log::kInit, "shrink: excluding %d rank(s) -> rank %d of %zu", excludeCount, newRank, survivors.size());
-  return Communicator::create(id, static_cast<int>(survivors.size()), newRank, options, out);
+  const Result r = Communicator::create(id, static_cast<int>(survivors.size()), newRank, options, out);
+  return newRank == 0 ? cancelChildOnFailure(r, "ncclCommShrink", me, id) : r;
 }
 
 }  // namespace mixccl
