@@ -175,9 +175,15 @@ class Root {
         giveUp(std::chrono::duration<double>(Clock::now() - start).count());
         return;
       }
-      if (std::string why; cancelled(&why)) {
+      std::string why;
+      if (cancelled(&why)) {
         MIXCCL_WARN("bootstrap root %s: cancelled by the process that made its id: %s", addr_.toString().c_str(),
                     why.c_str());
+      } else if (!left_.empty()) {
+        why = left_;
+        MIXCCL_WARN("%s", why.c_str());
+      }
+      if (!why.empty()) {
         for (auto& c : registered_) {
           if (c) sendError(c.get(), Result::kRemoteError, why.c_str());
         }
@@ -213,15 +219,20 @@ class Root {
       MIXCCL_WARN("bootstrap root %s: poll failed: %s", addr_.toString().c_str(), strerror(errno));
       return;
     }
-    // Registered ranks must stay silent until the table comes; readable means closed or rogue.
+    // Registered ranks must stay silent until the table comes; readable means closed or rogue. A
+    // rank registers once, so one whose connection ends has left the job (its init failed or was
+    // aborted, or its process exited) and will not come back: waiting for its slot to fill again
+    // kept every other rank here until MIXCCL_TIMEOUT. serve() tells them now.
     size_t i = 1 + pending_.size();
     for (size_t r = 0; r < registered_.size(); ++r) {
       if (!registered_[r]) continue;
-      if (fds[i++].revents != 0) {
-        MIXCCL_WARN(
-            "bootstrap root %s: rank %zu (%s) closed its connection before all ranks registered; its slot "
-            "is free again",
-            addr_.toString().c_str(), r, registered_[r]->from.toString().c_str());
+      if (fds[i++].revents != 0 && left_.empty()) {
+        char why[kMaxReplyMessage];
+        snprintf(why, sizeof(why),
+                 "bootstrap root %s: rank %zu (%s) registered and then closed its connection before all ranks "
+                 "registered: its init failed or was aborted, or its process exited; check its log",
+                 addr_.toString().c_str(), r, registered_[r]->from.toString().c_str());
+        left_ = why;
         registered_[r].reset();
         --registeredCount_;
       }
@@ -499,6 +510,7 @@ class Root {
   uint8_t secret_[16];
   Deadline deadline_;
   std::shared_ptr<CancelState> cancel_;  // shared with rootRegistry() while this root runs
+  std::string left_;                     // why the job cannot complete: a registered rank left
   uint32_t nranks_ = 0;                  // 0 until the first valid registration fixes it
   uint32_t registeredCount_ = 0;
   std::vector<std::unique_ptr<RootConn>> pending_;
