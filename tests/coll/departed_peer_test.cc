@@ -89,39 +89,5 @@ TEST(DepartedPeerTest, ShrinkBesideASurvivorThatAbortedFailsWithinSeconds) {
   }
 }
 
-// Rank 2 registers with the root (a non-blocking init) and aborts while rank 1 has not come yet:
-// the root freed its slot and kept ranks 0 and 1 waiting for a rank 2 that never registers again
-// until MIXCCL_TIMEOUT. It now tells rank 0 at once and exits (rank 1, late, finds it gone).
-TEST(DepartedPeerTest, InitBesideARankThatRegisteredAndAbortedFailsWithinSeconds) {
-  EnvGuard timeout("MIXCCL_TIMEOUT", "30");
-  ncclUniqueId id;
-  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
-  std::thread leaver([&] {
-    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-    config.blocking = 0;
-    ncclComm_t comm = nullptr;
-    EXPECT_EQ(ncclCommInitRankConfig(&comm, 3, id, 2, &config), ncclInProgress);
-    std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // registered by then, waits for rank 1
-    EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
-  });
-  std::vector<Outcome> out(2);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < 2; ++r) {
-    threads.emplace_back([&, r] {
-      if (r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(2000));  // after rank 2 left
-      const auto start = Clock::now();
-      ncclComm_t comm = nullptr;
-      out[r].result = ncclCommInitRank(&comm, 3, id, r);
-      out[r].seconds = std::chrono::duration<double>(Clock::now() - start).count();
-      if (out[r].result != ncclSuccess) out[r].message = ncclGetLastError(nullptr);
-      EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
-    });
-  }
-  leaver.join();
-  for (auto& t : threads) t.join();
-  expectAllFailedSoon(out, -1);
-  EXPECT_NE(out[0].message.find("rank 2"), std::string::npos) << out[0].message;
-}
-
 }  // namespace
 }  // namespace mixccl::testing

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/config.h"
+#include "src/core/bootstrap_wire.h"
 #include "tests/support/env_guard.h"
 
 namespace mixccl {
@@ -409,6 +410,33 @@ TEST(Bootstrap, BarrierWithARankThatLeftFailsEverywhereWithinSeconds) {
     if (rank == 2) return;
     const auto start = Clock::now();
     EXPECT_EQ(b[rank]->barrier(), Result::kRemoteError) << "rank " << rank;
+    EXPECT_LT(secondsSince(start), 10.0) << "rank " << rank << ": " << lastError();
+  });
+}
+
+// Rank 2 of 3 registers (its hello reaches the root) and leaves (its connection closes) before the
+// others come: a rank registers once, so its slot never fills again. The root kept ranks 0 and 1
+// waiting for it until MIXCCL_TIMEOUT; now it tells those registered and exits, and those that
+// come later find it gone. The root reads the hello before it can see the close (a stream keeps
+// order), so the departure is that of a registered rank whatever the timing.
+TEST(Bootstrap, ARankThatRegisteredAndLeftFailsTheOthersWithinSeconds) {
+  EnvGuard g("MIXCCL_TIMEOUT", "30");
+  UniqueIdData id;
+  ASSERT_EQ(createUniqueId(&id), Result::kSuccess);
+  bootstrap::Hello h;
+  h.commHash = id.commHash;
+  memcpy(h.secret, id.secret, sizeof(h.secret));
+  h.kind = bootstrap::HelloKind::kRegister;
+  h.rank = 2;
+  h.nranks = 3;
+  h.address = id.root;  // any address: nobody connects to it before the job is complete
+  uint8_t hello[bootstrap::Hello::kBytes];
+  h.encode(hello);
+  ASSERT_NO_FATAL_FAILURE(sendRaw(id.root, hello, sizeof(hello)));  // then closes
+  runRanks(2, [&](int rank) {
+    std::unique_ptr<Bootstrap> b;
+    const auto start = Clock::now();
+    EXPECT_EQ(Bootstrap::init(id, rank, 3, nullptr, &b), Result::kRemoteError) << "rank " << rank;
     EXPECT_LT(secondsSince(start), 10.0) << "rank " << rank << ": " << lastError();
   });
 }
