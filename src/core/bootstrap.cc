@@ -529,7 +529,10 @@ Result Bootstrap::init(const UniqueIdData& id, int rank, int nranks, const std::
     }
     Result code =
         rep.status == static_cast<uint32_t>(Result::kInvalidUsage) ? Result::kInvalidUsage : Result::kRemoteError;
-    return fail(code, "rank %d of %d: %s refused the registration: %s", rank, nranks, rootName.c_str(), msg.c_str());
+    // Invalid usage: this rank's registration was at fault. A remote error: the job cannot be
+    // completed (the root timed out, a rank left, or the id's maker gave up), whoever is at fault.
+    return fail(code, "rank %d of %d: %s %s: %s", rank, nranks, rootName.c_str(),
+                code == Result::kInvalidUsage ? "refused the registration" : "gave up on the job", msg.c_str());
   }
   if (rep.nranks != static_cast<uint32_t>(nranks) || rep.payloadBytes != nranks * SocketAddress::kWireBytes) {
     return fail(Result::kRemoteError, "rank %d: %s sent a table for %u ranks (%u bytes); expected %d ranks", rank,
