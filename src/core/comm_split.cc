@@ -29,6 +29,20 @@ Result cancelChildOnFailure(Result r, const char* fn, int parentRank, const Uniq
   return r;
 }
 
+// Communicator::create for a split's or shrink's child, whose init an abort of `parent` stops
+// (addInitChild): a watchdog that aborts the parent while this call waits at the child's root for
+// a member that never comes would otherwise wait for it (waitForCalls: 30 s, then a leak).
+Result createChild(Communicator* parent, const UniqueIdData& id, int nranks, int rank, const CommOptions& options,
+                   std::unique_ptr<Communicator>* out) {
+  std::unique_ptr<Communicator> child = Communicator::makeUninitialised(nranks, rank, options);
+  parent->addInitChild(child.get());
+  const Result r = child->init(id);
+  parent->removeInitChild(child.get());
+  MIXCCL_TRY(r);
+  *out = std::move(child);
+  return Result::kSuccess;
+}
+
 }  // namespace
 
 Result splitCommunicator(Communicator* parent, int color, int key, const CommOptions& options,
@@ -69,7 +83,7 @@ Result splitCommunicator(Communicator* parent, int color, int key, const CommOpt
   UniqueIdData id;
   MIXCCL_TRY(UniqueIdData::decode(ids.data() + UniqueIdData::kBytes * members[0].second, &id));
   MIXCCL_INFO(log::kInit, "split: color %d key %d -> rank %d of %zu", color, key, newRank, members.size());
-  const Result r = Communicator::create(id, static_cast<int>(members.size()), newRank, options, out);
+  const Result r = createChild(parent, id, static_cast<int>(members.size()), newRank, options, out);
   return newRank == 0 ? cancelChildOnFailure(r, "ncclCommSplit", me, id) : r;
 }
 
@@ -106,7 +120,7 @@ Result shrinkCommunicator(Communicator* parent, const int* exclude, int excludeC
     MIXCCL_TRY(UniqueIdData::decode(wire, &id));
   }
   MIXCCL_INFO(log::kInit, "shrink: excluding %d rank(s) -> rank %d of %zu", excludeCount, newRank, survivors.size());
-  const Result r = Communicator::create(id, static_cast<int>(survivors.size()), newRank, options, out);
+  const Result r = createChild(parent, id, static_cast<int>(survivors.size()), newRank, options, out);
   return newRank == 0 ? cancelChildOnFailure(r, "ncclCommShrink", me, id) : r;
 }
 

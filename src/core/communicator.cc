@@ -381,6 +381,23 @@ void Communicator::dropStaleRegions() {
   for (TransportSlot& slot : transports_) slot.transport->dropRegions(ids);
 }
 
+void Communicator::abort() {
+  abort_.store(true, std::memory_order_seq_cst);
+  std::lock_guard<std::mutex> lock(initChildrenMu_);
+  for (Communicator* child : initChildren_) child->abort();
+}
+
+void Communicator::addInitChild(Communicator* child) {
+  std::lock_guard<std::mutex> lock(initChildrenMu_);
+  initChildren_.push_back(child);
+  if (aborted()) child->abort();
+}
+
+void Communicator::removeInitChild(Communicator* child) {
+  std::lock_guard<std::mutex> lock(initChildrenMu_);
+  initChildren_.erase(std::remove(initChildren_.begin(), initChildren_.end(), child), initChildren_.end());
+}
+
 Result Communicator::createPreMulSum(DataType dtype, const void* scalar, bool onHost, int* handle) {
   UserRedOp op;
   op.dtype = dtype;

@@ -129,8 +129,14 @@ class Communicator {
   }
 
   // Abort: every wait on this communicator returns promptly with an error; irreversible.
-  // Sequentially consistent, as close(): see there.
-  void abort() { abort_.store(true, std::memory_order_seq_cst); }
+  // Sequentially consistent, as close(): see there. Also aborts the communicators a split or
+  // shrink of this one is initialising (addInitChild).
+  void abort();
+  // While a split or shrink of this communicator initialises `child`, an abort of this one aborts
+  // the child too: the child's init waits at its own root for members that may never come, and
+  // the abort waits for that call (waitForCalls). An aborted parent aborts a child at once.
+  void addInitChild(Communicator* child);
+  void removeInitChild(Communicator* child);
   bool aborted() const { return abort_.load(std::memory_order_acquire); }
   const std::atomic<bool>* abortFlag() const { return &abort_; }
   // Revoke: operations in flight and later ones fail; the bootstrap stays usable for shrink.
@@ -284,6 +290,8 @@ class Communicator {
   uint64_t commHash_ = 0;
   std::atomic<CommState> state_{CommState::kInitializing};
   std::atomic<bool> abort_{false};
+  std::mutex initChildrenMu_;
+  std::vector<Communicator*> initChildren_;  // guarded by initChildrenMu_
   std::atomic<bool> revoked_{false};
   std::atomic<bool> finalizeCalled_{false};
   std::atomic<int> asyncError_{static_cast<int>(Result::kInProgress)};

@@ -89,5 +89,40 @@ TEST(DepartedPeerTest, ShrinkBesideASurvivorThatAbortedFailsWithinSeconds) {
   }
 }
 
+// A watchdog aborts a communicator while its shrink waits at the child's root for a member that
+// never calls ncclCommShrink: the child's init watched only its own abort flag, so the shrink
+// went on waiting and ncclCommAbort waited for it (30 s, then leaked the communicator).
+TEST(DepartedPeerTest, AbortOfTheParentEndsAShrinkWaitingForAMember) {
+  EnvGuard timeout("MIXCCL_TIMEOUT", "60");
+  constexpr int kRanks = 3;
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  std::vector<ncclComm_t> comms(kRanks);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < kRanks; ++r) ASSERT_EQ(ncclCommInitRank(&comms[r], kRanks, id, r), ncclSuccess);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  // Rank 0 shrinks rank 2 away; rank 1, the other survivor, never joins.
+  ncclResult_t shrunk = ncclSuccess;
+  double shrinkSeconds = 0;
+  std::thread shrinker([&] {
+    const auto start = Clock::now();
+    int exclude = 2;
+    ncclComm_t child = nullptr;
+    shrunk = ncclCommShrink(comms[0], &exclude, 1, &child, nullptr, NCCL_SHRINK_DEFAULT);
+    shrinkSeconds = std::chrono::duration<double>(Clock::now() - start).count();
+    if (child != nullptr) EXPECT_EQ(ncclCommAbort(child), ncclSuccess);
+  });
+  // Whether the abort comes before or after the shrink reaches the child's init, it must end it.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const auto start = Clock::now();
+  EXPECT_EQ(ncclCommAbort(comms[0]), ncclSuccess);
+  const double abortSeconds = std::chrono::duration<double>(Clock::now() - start).count();
+  shrinker.join();
+  EXPECT_NE(shrunk, ncclSuccess);
+  EXPECT_LT(abortSeconds, 5.0);
+  EXPECT_LT(shrinkSeconds, 10.0);
+  for (int r = 1; r < kRanks; ++r) EXPECT_EQ(ncclCommAbort(comms[r]), ncclSuccess);
+}
+
 }  // namespace
 }  // namespace mixccl::testing
