@@ -290,7 +290,7 @@ TEST(Bootstrap, AbortStopsInitAndRecv) {
   std::unique_ptr<Bootstrap> b;
   auto start = Clock::now();
   EXPECT_EQ(Bootstrap::init(id, 0, 2, &abortFlag, &b), Result::kRemoteError);  // rank 1 never comes
-  EXPECT_LT(secondsSince(start), 0.2 + 0.3);
+  EXPECT_LT(secondsSince(start), 0.2 + 2.0);  // a poll slice after the abort, with room for load
   setter.join();
 
   // Same for a recv that waits on a live but silent peer.
@@ -308,7 +308,7 @@ TEST(Bootstrap, AbortStopsInitAndRecv) {
   int v;
   start = Clock::now();
   EXPECT_EQ(b0->recv(1, 3, &v, sizeof(v)), Result::kRemoteError);
-  EXPECT_LT(secondsSince(start), 0.2 + 0.3);
+  EXPECT_LT(secondsSince(start), 0.2 + 2.0);  // a poll slice after the abort, with room for load
   EXPECT_NE(lastError().find("rank 1"), std::string::npos) << lastError();
   setter2.join();
 }

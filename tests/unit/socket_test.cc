@@ -308,7 +308,9 @@ TEST(Socket, AbortFlagIsObservedQuickly) {
             Result::kRemoteError);
   const double took = secondsSince(start);
   t.join();
-  EXPECT_LT(took, 0.15 + 0.2);
+  // Seen within a poll slice (100 ms), not at the 30 s deadline; the bound leaves a loaded machine
+  // room to schedule the two threads (0.15 + 0.2 failed once beside a CI run, load average 22).
+  EXPECT_LT(took, 0.15 + 2.0);
   EXPECT_NE(lastError().find("aborted"), std::string::npos) << lastError();
 }
 
@@ -372,7 +374,7 @@ TEST(Socket, ConnectGivesUpAtDeadlineAndOnAbort) {
   std::atomic<bool> abortFlag{true};
   start = Clock::now();
   EXPECT_EQ(Socket::connect(addr, Clock::now() + std::chrono::seconds(30), &abortFlag, &client), Result::kRemoteError);
-  EXPECT_LT(secondsSince(start), 0.2);
+  EXPECT_LT(secondsSince(start), 2.0);  // at once, not at the 30 s deadline (room for a loaded machine)
 }
 
 TEST(Socket, ConnectGivesUpOnLastingRefusalsWhenAsked) {
