@@ -138,7 +138,9 @@ struct Cache {
   Cache* replaced = nullptr;
 };
 
-Cache* gCache = new Cache();  // never freed on purpose: knobs are read from destructors at exit
+// Never freed on purpose: knobs are read from destructors at exit. Atomic: resetForTesting() may
+// swap it while a library thread (a detached bootstrap root) reads knobs; the replaced caches stay.
+std::atomic<Cache*> gCache{new Cache()};
 std::mutex gResetMutex;
 
 // Base 0 as NCCL's parameters: 0x.. is hex, a leading 0 octal. A number beyond int64 is no
@@ -191,7 +193,7 @@ void load(Cache* c) {
 }
 
 Cache& cache() {
-  Cache* c = gCache;
+  Cache* c = gCache.load(std::memory_order_acquire);
   if (c->loaded.load(std::memory_order_acquire)) return *c;
   std::call_once(c->once, [c] {
     load(c);
@@ -217,8 +219,8 @@ std::string getStringFresh(Knob k) {
 void resetForTesting() {
   std::lock_guard<std::mutex> lock(gResetMutex);
   Cache* c = new Cache();
-  c->replaced = gCache;
-  gCache = c;
+  c->replaced = gCache.load(std::memory_order_relaxed);
+  gCache.store(c, std::memory_order_release);
   log::reinit();
 }
 
