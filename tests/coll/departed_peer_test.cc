@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "tests/support/env_guard.h"
+#include "tests/support/rank_threads.h"
 
 namespace mixccl::testing {
 namespace {
@@ -32,12 +33,7 @@ struct Outcome {
 // a framework would after an error. Returns each survivor's outcome (the leaver's stays empty).
 std::vector<Outcome> runBesideALeaver(int nranks, int leaver,
                                       const std::function<ncclResult_t(int, ncclComm_t)>& body) {
-  ncclUniqueId id;
-  EXPECT_EQ(ncclGetUniqueId(&id), ncclSuccess);
-  std::vector<ncclComm_t> comms(nranks);
-  EXPECT_EQ(ncclGroupStart(), ncclSuccess);
-  for (int r = 0; r < nranks; ++r) EXPECT_EQ(ncclCommInitRank(&comms[r], nranks, id, r), ncclSuccess);
-  EXPECT_EQ(ncclGroupEnd(), ncclSuccess);
+  std::vector<ncclComm_t> comms = initComms(nranks);
   EXPECT_EQ(ncclCommAbort(comms[leaver]), ncclSuccess);
   std::vector<Outcome> out(nranks);
   std::vector<std::thread> threads;
@@ -95,12 +91,8 @@ TEST(DepartedPeerTest, ShrinkBesideASurvivorThatAbortedFailsWithinSeconds) {
 TEST(DepartedPeerTest, AbortOfTheParentEndsAShrinkWaitingForAMember) {
   EnvGuard timeout("MIXCCL_TIMEOUT", "60");
   constexpr int kRanks = 3;
-  ncclUniqueId id;
-  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
-  std::vector<ncclComm_t> comms(kRanks);
-  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
-  for (int r = 0; r < kRanks; ++r) ASSERT_EQ(ncclCommInitRank(&comms[r], kRanks, id, r), ncclSuccess);
-  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  std::vector<ncclComm_t> comms = initComms(kRanks);
+  if (::testing::Test::HasFailure()) return;
   // Rank 0 shrinks rank 2 away; rank 1, the other survivor, never joins.
   ncclResult_t shrunk = ncclSuccess;
   double shrinkSeconds = 0;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "tests/support/env_guard.h"
+#include "tests/support/rank_threads.h"
 
 namespace mixccl::testing {
 namespace {
@@ -29,12 +30,7 @@ struct Outcome {
 // Runs `nranks` ranks as threads; each calls body(rank, comm) (which returns the first non-success
 // result of its calls) and then aborts its communicator, as a framework would after an error.
 std::vector<Outcome> runMismatch(int nranks, const std::function<ncclResult_t(int, ncclComm_t)>& body) {
-  ncclUniqueId id;
-  EXPECT_EQ(ncclGetUniqueId(&id), ncclSuccess);
-  std::vector<ncclComm_t> comms(nranks);
-  EXPECT_EQ(ncclGroupStart(), ncclSuccess);
-  for (int r = 0; r < nranks; ++r) EXPECT_EQ(ncclCommInitRank(&comms[r], nranks, id, r), ncclSuccess);
-  EXPECT_EQ(ncclGroupEnd(), ncclSuccess);
+  std::vector<ncclComm_t> comms = initComms(nranks);
   std::vector<Outcome> out(nranks);
   std::vector<std::thread> threads;
   for (int r = 0; r < nranks; ++r) {

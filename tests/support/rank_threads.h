@@ -35,4 +35,17 @@ inline void runRanks(int nranks, const std::function<void(int, ncclComm_t)>& bod
   for (auto& t : threads) t.join();
 }
 
+// `nranks` communicators of one new unique id, initialised by this thread in one group (each
+// ncclCommInitRank would wait for the others outside it). Failures are EXPECT failures; a rank
+// whose init failed has a NULL communicator.
+inline std::vector<ncclComm_t> initComms(int nranks) {
+  ncclUniqueId id;
+  EXPECT_EQ(ncclGetUniqueId(&id), ncclSuccess) << ncclGetLastError(nullptr);
+  std::vector<ncclComm_t> comms(nranks);
+  EXPECT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < nranks; ++r) EXPECT_EQ(ncclCommInitRank(&comms[r], nranks, id, r), ncclSuccess);
+  EXPECT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+  return comms;
+}
+
 }  // namespace mixccl::testing
