@@ -170,7 +170,13 @@ class Root {
   void serve() {
     MIXCCL_INFO(log::kBootstrap, "bootstrap root listening on %s", addr_.toString().c_str());
     const auto start = Clock::now();
-    while (nranks_ == 0 || registeredCount_ < nranks_) {
+    for (;;) {
+      // The last hellos may be read in the same pass as the others, before any poll could see
+      // that a registered rank closed meanwhile; a rank known to have left is never put in a table.
+      if (nranks_ != 0 && registeredCount_ == nranks_) {
+        noteDepartures();
+        if (left_.empty()) break;
+      }
       if (Clock::now() >= deadline_) {
         giveUp(std::chrono::duration<double>(Clock::now() - start).count());
         return;
@@ -219,24 +225,7 @@ class Root {
       MIXCCL_WARN("bootstrap root %s: poll failed: %s", addr_.toString().c_str(), strerror(errno));
       return;
     }
-    // Registered ranks must stay silent until the table comes; readable means closed or rogue. A
-    // rank registers once, so one whose connection ends has left the job (its init failed or was
-    // aborted, or its process exited) and will not come back: waiting for its slot to fill again
-    // kept every other rank here until MIXCCL_TIMEOUT. serve() tells them now.
-    size_t i = 1 + pending_.size();
-    for (size_t r = 0; r < registered_.size(); ++r) {
-      if (!registered_[r]) continue;
-      if (fds[i++].revents != 0 && left_.empty()) {
-        char why[kMaxReplyMessage];
-        snprintf(why, sizeof(why),
-                 "bootstrap root %s: rank %zu (%s) registered and then closed its connection before all ranks "
-                 "registered: its init failed or was aborted, or its process exited; check its log",
-                 addr_.toString().c_str(), r, registered_[r]->from.toString().c_str());
-        left_ = why;
-        registered_[r].reset();
-        --registeredCount_;
-      }
-    }
+    noteDepartures();
     // Pending connections: read what arrived; decide once a whole hello is here.
     std::vector<std::unique_ptr<RootConn>> still;
     for (size_t k = 0; k < pending_.size(); ++k) {
@@ -263,6 +252,34 @@ class Root {
     }
     pending_ = std::move(still);
     if (fds[0].revents != 0) acceptAll();
+  }
+
+  // Registered ranks must stay silent until the table comes; readable means closed or rogue. A
+  // rank registers once, so one whose connection ends has left the job (its init failed or was
+  // aborted, or its process exited) and will not come back: waiting for its slot to fill again
+  // kept every other rank here until MIXCCL_TIMEOUT. serve() tells them now. Does not wait: the
+  // caller's poll included these connections, so a close has already woken it.
+  void noteDepartures() {
+    std::vector<pollfd> fds;
+    std::vector<size_t> ranks;
+    for (size_t r = 0; r < registered_.size(); ++r) {
+      if (!registered_[r]) continue;
+      fds.push_back({registered_[r]->sock.fd(), POLLIN, 0});
+      ranks.push_back(r);
+    }
+    if (fds.empty() || poll(fds.data(), fds.size(), 0) <= 0) return;
+    for (size_t k = 0; k < fds.size(); ++k) {
+      if (fds[k].revents == 0 || !left_.empty()) continue;
+      const size_t r = ranks[k];
+      char why[kMaxReplyMessage];
+      snprintf(why, sizeof(why),
+               "bootstrap root %s: rank %zu (%s) registered and then closed its connection before all ranks "
+               "registered: its init failed or was aborted, or its process exited; check its log",
+               addr_.toString().c_str(), r, registered_[r]->from.toString().c_str());
+      left_ = why;
+      registered_[r].reset();
+      --registeredCount_;
+    }
   }
 
   void acceptAll() {
