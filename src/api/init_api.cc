@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "src/api/guard.h"
 #include "src/api/handle.h"
+#include "src/core/bootstrap.h"
 #include "src/core/comm_split.h"
 #include "src/core/engine.h"
 #include "src/core/finalize.h"
@@ -246,6 +247,9 @@ MIXCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int
     }
     for (auto& t : threads) t.join();
     if (!refused.empty()) {
+      // The ranks that never started never register: the id's root, waiting for them until
+      // MIXCCL_TIMEOUT with its thread and port, goes now.
+      mixccl::cancelRoot(id, "ncclCommInitAll: " + refused);
       for (int i = 0; i < ndev; ++i) comms[i] = nullptr;
       return fail(Result::kSystemError,
                   "%s: %s; free threads (ulimit -u, the container's pids limit) or use fewer "
@@ -254,6 +258,7 @@ MIXCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int
     }
     for (int r = 0; r < ndev; ++r) {
       if (results[r] != Result::kSuccess) {
+        mixccl::cancelRoot(id, "ncclCommInitAll: rank " + std::to_string(r) + " failed to initialise");  // as above
         for (int i = 0; i < ndev; ++i) comms[i] = nullptr;
         return fail(results[r], "%s: rank %d of %d failed to initialise: %s", fn, r, ndev, messages[r].c_str());
       }

@@ -5,6 +5,7 @@
 // a thread: the call fails with ncclSystemError and a message, and the process lives on. Limits
 // count the tasks of a user, so each case runs in a forked child that lowers the limit and then
 // becomes an unprivileged user (root is not held to RLIMIT_NPROC).
+#include <dirent.h>
 #include <gtest/gtest.h>
 #include <nccl.h>
 #include <sys/resource.h>
@@ -15,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 namespace {
 
@@ -31,6 +33,16 @@ int inLimitedChild(rlim_t tasks, int (*body)()) {
   int status = 0;
   waitpid(pid, &status, 0);
   return status;
+}
+
+// Threads of this process (entries of /proc/self/task).
+int threadCount() {
+  DIR* d = opendir("/proc/self/task");
+  if (d == nullptr) return -1;
+  int n = 0;
+  while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
+  closedir(d);
+  return n;
 }
 
 // ncclCommInitAll starts the unique id's root and a thread per rank: with room for the root and
@@ -51,6 +63,16 @@ int initAllOutOfThreads() {
   }
   // The ranks that started were aborted, not left to wait for MIXCCL_TIMEOUT.
   if (seconds > 10) return 4;
+  // Nor is the id's root, which would keep its thread and port until then: it goes within its
+  // poll slice (100 ms) once cancelled. Waited for without a fixed sleep, bounded well below 60 s.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (threadCount() > 1 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (threadCount() != 1) {
+    fprintf(stderr, "%d threads left 10 s after ncclCommInitAll failed\n", threadCount());
+    return 5;
+  }
   return 0;
 }
 
@@ -74,6 +96,15 @@ int nonBlockingInitOutOfThreads() {
 TEST(ThreadLimitTest, NonBlockingInitFailsCleanlyWithoutItsThread) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to run a child as user nobody under RLIMIT_NPROC";
   const int status = inLimitedChild(2, nonBlockingInitOutOfThreads);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child died (signal " << WTERMSIG(status) << ")";
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+// Room for the root alone: no rank starts, so no rank registers, and only the call's cancel ends
+// the root (before, it waited for the ranks until MIXCCL_TIMEOUT).
+TEST(ThreadLimitTest, CommInitAllFailsCleanlyWhenNoRankGetsAThread) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to run a child as user nobody under RLIMIT_NPROC";
+  const int status = inLimitedChild(2, initAllOutOfThreads);
   ASSERT_TRUE(WIFEXITED(status)) << "the child died (signal " << WTERMSIG(status) << ")";
   EXPECT_EQ(WEXITSTATUS(status), 0);
 }
