@@ -495,9 +495,10 @@ Result Bootstrap::init(const UniqueIdData& id, int rank, int nranks, const std::
     const bool rootGone = !rootMayStartLater && Clock::now() < deadline && !aborted(abortFlag) &&
                           lastError().find("refused") != std::string::npos;
     return fail(r, "rank %d of %d: cannot reach %s: %s; %s", rank, nranks, rootName.c_str(), lastError().c_str(),
-                rootGone ? "a unique id serves one communicator (its root exits once every rank registered, or at "
-                           "MIXCCL_TIMEOUT, or with the process that called ncclGetUniqueId): call ncclGetUniqueId "
-                           "again for each new communicator"
+                rootGone ? "its root is gone: it exits once every rank registered (a unique id serves one "
+                           "communicator: call ncclGetUniqueId again for each new one), when it gives up on the job "
+                           "(a rank failed or left before all registered, or MIXCCL_TIMEOUT passed: the other ranks' "
+                           "errors say which), or with the process that called ncclGetUniqueId"
                          : "was the unique id made by a live process, and can this host reach that address "
                            "(NCCL_SOCKET_IFNAME)?");
   }
