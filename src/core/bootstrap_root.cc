@@ -171,10 +171,9 @@ class Root {
     MIXCCL_INFO(log::kBootstrap, "bootstrap root listening on %s", addr_.toString().c_str());
     const auto start = Clock::now();
     for (;;) {
-      // The last hellos may be read in the same pass as the others, before any poll could see
-      // that a registered rank closed meanwhile; a rank known to have left is never put in a table.
+      // A rank known to have left is never put in a table.
       if (nranks_ != 0 && registeredCount_ == nranks_) {
-        noteDepartures();
+        noteDeparturesNow();
         if (left_.empty()) break;
       }
       if (Clock::now() >= deadline_) {
@@ -225,7 +224,7 @@ class Root {
       MIXCCL_WARN("bootstrap root %s: poll failed: %s", addr_.toString().c_str(), strerror(errno));
       return;
     }
-    noteDepartures();
+    noteDepartures(fds, 1 + pending_.size());
     // Pending connections: read what arrived; decide once a whole hello is here.
     std::vector<std::unique_ptr<RootConn>> still;
     for (size_t k = 0; k < pending_.size(); ++k) {
@@ -257,20 +256,13 @@ class Root {
   // Registered ranks must stay silent until the table comes; readable means closed or rogue. A
   // rank registers once, so one whose connection ends has left the job (its init failed or was
   // aborted, or its process exited) and will not come back: waiting for its slot to fill again
-  // kept every other rank here until MIXCCL_TIMEOUT. serve() tells them now. Does not wait: the
-  // caller's poll included these connections, so a close has already woken it.
-  void noteDepartures() {
-    std::vector<pollfd> fds;
-    std::vector<size_t> ranks;
+  // kept every other rank here until MIXCCL_TIMEOUT. serve() tells them now. `fds` holds the
+  // registered connections' poll results from `first` on, in the order of registered_.
+  void noteDepartures(const std::vector<pollfd>& fds, size_t first) {
+    size_t i = first;
     for (size_t r = 0; r < registered_.size(); ++r) {
       if (!registered_[r]) continue;
-      fds.push_back({registered_[r]->sock.fd(), POLLIN, 0});
-      ranks.push_back(r);
-    }
-    if (fds.empty() || poll(fds.data(), fds.size(), 0) <= 0) return;
-    for (size_t k = 0; k < fds.size(); ++k) {
-      if (fds[k].revents == 0 || !left_.empty()) continue;
-      const size_t r = ranks[k];
+      if (fds[i++].revents == 0 || !left_.empty()) continue;
       char why[kMaxReplyMessage];
       snprintf(why, sizeof(why),
                "bootstrap root %s: rank %zu (%s) registered and then closed its connection before all ranks "
@@ -280,6 +272,16 @@ class Root {
       registered_[r].reset();
       --registeredCount_;
     }
+  }
+
+  // The same without waiting, for the moment every rank is registered: the last hellos may have
+  // been read in the pass that polled before them, so a close after them is not in that poll.
+  void noteDeparturesNow() {
+    std::vector<pollfd> fds;
+    for (auto& c : registered_) {
+      if (c) fds.push_back({c->sock.fd(), POLLIN, 0});
+    }
+    if (!fds.empty() && poll(fds.data(), fds.size(), 0) > 0) noteDepartures(fds, 0);
   }
 
   void acceptAll() {
