@@ -7,7 +7,6 @@
 
 #include "src/core/engine.h"
 
-#include <dirent.h>
 #include <gtest/gtest.h>
 #include <nccl.h>
 #include <pthread.h>
@@ -30,6 +29,7 @@
 #include "tests/support/async_backend.h"
 #include "tests/support/backend_ranks.h"
 #include "tests/support/env_guard.h"
+#include "tests/support/thread_names.h"
 
 namespace mixccl::testing {
 namespace {
@@ -42,23 +42,6 @@ struct UserStream {
   operator cudaStream_t() const { return reinterpret_cast<cudaStream_t>(fake); }
   FakeStream* operator->() const { return fake; }
 };
-
-// The names of this process's threads (/proc/self/task/*/comm).
-std::vector<std::string> threadNames() {
-  std::vector<std::string> names;
-  if (DIR* d = opendir("/proc/self/task")) {
-    while (dirent* e = readdir(d)) {
-      if (e->d_name[0] == '.') continue;
-      std::FILE* f = std::fopen(("/proc/self/task/" + std::string(e->d_name) + "/comm").c_str(), "r");
-      if (f == nullptr) continue;  // the thread ended meanwhile
-      char buf[32] = {};
-      if (std::fgets(buf, sizeof(buf), f) != nullptr) names.emplace_back(buf, strcspn(buf, "\n"));
-      std::fclose(f);
-    }
-    closedir(d);
-  }
-  return names;
-}
 
 // `nranks` communicators of one unique id, each on its own AsyncBackend (one device per rank).
 class AsyncRanks {

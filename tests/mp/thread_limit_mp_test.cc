@@ -5,7 +5,6 @@
 // a thread: the call fails with ncclSystemError and a message, and the process lives on. Limits
 // count the tasks of a user, so each case runs in a forked child that lowers the limit and then
 // becomes an unprivileged user (root is not held to RLIMIT_NPROC).
-#include <dirent.h>
 #include <gtest/gtest.h>
 #include <nccl.h>
 #include <sys/resource.h>
@@ -18,7 +17,11 @@
 #include <cstring>
 #include <thread>
 
+#include "tests/support/thread_names.h"
+
 namespace {
+
+using mixccl::testing::threadNames;
 
 constexpr uid_t kNobody = 65534;
 
@@ -33,16 +36,6 @@ int inLimitedChild(rlim_t tasks, int (*body)()) {
   int status = 0;
   waitpid(pid, &status, 0);
   return status;
-}
-
-// Threads of this process (entries of /proc/self/task).
-int threadCount() {
-  DIR* d = opendir("/proc/self/task");
-  if (d == nullptr) return -1;
-  int n = 0;
-  while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
-  closedir(d);
-  return n;
 }
 
 // ncclCommInitAll starts the unique id's root and a thread per rank: with room for the root and
@@ -66,11 +59,11 @@ int initAllOutOfThreads() {
   // Nor is the id's root, which would keep its thread and port until then: it goes within its
   // poll slice (100 ms) once cancelled. Waited for without a fixed sleep, bounded well below 60 s.
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (threadCount() > 1 && std::chrono::steady_clock::now() < until) {
+  while (threadNames().size() > 1 && std::chrono::steady_clock::now() < until) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  if (threadCount() != 1) {
-    fprintf(stderr, "%d threads left 10 s after ncclCommInitAll failed\n", threadCount());
+  if (threadNames().size() != 1) {
+    fprintf(stderr, "%zu threads left 10 s after ncclCommInitAll failed\n", threadNames().size());
     return 5;
   }
   return 0;

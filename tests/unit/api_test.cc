@@ -22,6 +22,7 @@
 #include "common/socket.h"
 #include "src/core/communicator.h"
 #include "tests/support/rank_threads.h"
+#include "tests/support/thread_names.h"
 
 namespace mixccl::testing {
 namespace {
@@ -684,17 +685,7 @@ TEST_F(ApiTest, InitRankScalable) {
 // How many bootstrap roots run in this process (threads named mixccl-root).
 int rootThreads() {
   int n = 0;
-  if (DIR* d = opendir("/proc/self/task")) {
-    while (dirent* e = readdir(d)) {
-      if (e->d_name[0] == '.') continue;
-      std::FILE* f = std::fopen(("/proc/self/task/" + std::string(e->d_name) + "/comm").c_str(), "r");
-      if (f == nullptr) continue;  // the thread ended meanwhile
-      char buf[32] = {};
-      if (std::fgets(buf, sizeof(buf), f) != nullptr && strncmp(buf, "mixccl-root", 11) == 0) ++n;
-      std::fclose(f);
-    }
-    closedir(d);
-  }
+  for (const std::string& name : threadNames()) n += name.rfind("mixccl-root", 0) == 0;
   return n;
 }
 
