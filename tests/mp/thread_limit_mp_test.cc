@@ -23,14 +23,18 @@ namespace {
 
 using mixccl::testing::threadNames;
 
-constexpr uid_t kNobody = 65534;
+// RLIMIT_NPROC counts every task of a user, so two cases under one user (ctest -j runs them at
+// once) would take each other's places: each case runs as a user of its own, ids no account uses.
+constexpr uid_t kNonBlockingUser = 64101;
+constexpr uid_t kNoRankUser = 64102;
+constexpr uid_t kOneRankUser = 64103;
 
-// Runs body() in a child limited to `tasks` tasks of user nobody; returns its exit status.
-int inLimitedChild(rlim_t tasks, int (*body)()) {
+// Runs body() in a child limited to `tasks` tasks of user `uid`; returns its exit status.
+int inLimitedChild(rlim_t tasks, uid_t uid, int (*body)()) {
   const pid_t pid = fork();
   if (pid == 0) {
     const rlimit lim{tasks, tasks};
-    if (setrlimit(RLIMIT_NPROC, &lim) != 0 || setgid(kNobody) != 0 || setuid(kNobody) != 0) _exit(90);
+    if (setrlimit(RLIMIT_NPROC, &lim) != 0 || setgid(uid) != 0 || setuid(uid) != 0) _exit(90);
     _exit(body());
   }
   int status = 0;
@@ -87,8 +91,8 @@ int nonBlockingInitOutOfThreads() {
 }
 
 TEST(ThreadLimitTest, NonBlockingInitFailsCleanlyWithoutItsThread) {
-  if (geteuid() != 0) GTEST_SKIP() << "needs root to run a child as user nobody under RLIMIT_NPROC";
-  const int status = inLimitedChild(2, nonBlockingInitOutOfThreads);
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to run a child as an unprivileged user under RLIMIT_NPROC";
+  const int status = inLimitedChild(2, kNonBlockingUser, nonBlockingInitOutOfThreads);
   ASSERT_TRUE(WIFEXITED(status)) << "the child died (signal " << WTERMSIG(status) << ")";
   EXPECT_EQ(WEXITSTATUS(status), 0);
 }
@@ -96,16 +100,16 @@ TEST(ThreadLimitTest, NonBlockingInitFailsCleanlyWithoutItsThread) {
 // Room for the root alone: no rank starts, so no rank registers, and only the call's cancel ends
 // the root (before, it waited for the ranks until MIXCCL_TIMEOUT).
 TEST(ThreadLimitTest, CommInitAllFailsCleanlyWhenNoRankGetsAThread) {
-  if (geteuid() != 0) GTEST_SKIP() << "needs root to run a child as user nobody under RLIMIT_NPROC";
-  const int status = inLimitedChild(2, initAllOutOfThreads);
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to run a child as an unprivileged user under RLIMIT_NPROC";
+  const int status = inLimitedChild(2, kNoRankUser, initAllOutOfThreads);
   ASSERT_TRUE(WIFEXITED(status)) << "the child died (signal " << WTERMSIG(status) << ")";
   EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 TEST(ThreadLimitTest, CommInitAllFailsCleanlyWhenARankGetsNoThread) {
-  if (geteuid() != 0) GTEST_SKIP() << "needs root to run a child as user nobody under RLIMIT_NPROC";
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to run a child as an unprivileged user under RLIMIT_NPROC";
   // The child itself, the root's thread, one rank's thread: the next one is refused.
-  const int status = inLimitedChild(3, initAllOutOfThreads);
+  const int status = inLimitedChild(3, kOneRankUser, initAllOutOfThreads);
   ASSERT_TRUE(WIFEXITED(status)) << "the child died (signal " << WTERMSIG(status) << ")";
   EXPECT_EQ(WEXITSTATUS(status), 0);
 }
